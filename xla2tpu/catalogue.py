@@ -1,0 +1,241 @@
+"""The rule catalogue: loads `rules/*.toml` (data) into typed rules, and validates it.
+
+A rule matches one kind of site (a call, a reference, a string argument, an environment
+variable write, an import) and carries ordered cases; the first case whose conditions
+hold decides the message, the fix class and the fix. See docs/writing-rules.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xla2tpu.diagnostics import FixClass
+
+KINDS = ("call", "reference", "string-arg", "env", "import")
+ACTIONS = ("replace", "delete", "rename", "remove-import", "none")
+_CODE_RE = re.compile(r"^XLA\d{3}$")
+
+
+class CatalogueError(Exception):
+    """The rule data is malformed; a bug in xla2tpu, never the user's input."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One test a case needs. `kind` names the test; `arg`/`value` parametrise it."""
+
+    kind: str
+    arg: str = ""
+    value: object = None
+
+    @classmethod
+    def parse(cls, text: str) -> Condition:
+        kind, _, rest = text.partition(":")
+        negate = kind.startswith("not-")
+        base = kind[4:] if negate else kind
+        if base not in _CONDITION_KINDS:
+            raise CatalogueError(f"unknown condition {text!r}")
+        if base in ("literal", "value"):
+            arg, _, literal = rest.partition("=") if base == "literal" else ("", "", rest)
+            try:
+                value: object = ast.literal_eval(literal)
+            except (ValueError, SyntaxError):
+                value = literal
+            return cls(kind, arg, value)
+        return cls(kind, rest)
+
+
+_CONDITION_KINDS = {
+    "absent",  # absent:PARAM — the call does not pass PARAM
+    "present",  # present:PARAM
+    "falsy",  # falsy:PARAM — PARAM is absent or passed as False/None/0
+    "literal",  # literal:PARAM=VALUE — PARAM is passed as that Python literal
+    "statement",  # the call is a whole expression statement
+    "target",  # target:eager|compile
+    "file-contains",  # file-contains:TEXT — the file's source mentions TEXT
+    "value",  # value:V — the string/env value is exactly V
+    "unused",  # the import binds nothing used after the fixes
+    "top-level",  # the site is at module level (not inside a def)
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    when: tuple[Condition, ...]
+    fix: FixClass
+    message: str
+    action: str  # one of ACTIONS
+    template: str = ""  # for replace (an expression or statement) and rename (a dotted name)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not FixClass.MANUAL and self.action != "none"
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a string-arg rule looks: a call (or a method name) and an argument slot."""
+
+    calls: tuple[str, ...] = ()  # qualified callee names; empty = any callee
+    method: str = ""  # attribute name of the callee, for `.to(...)`-style methods
+    position: int | None = None
+    keyword: str = ""
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    kind: str
+    area: str
+    summary: str
+    docs: str
+    ref: tuple[str, ...]
+    match: tuple[str, ...]
+    params: tuple[str, ...]
+    cases: tuple[Case, ...]
+    sites: tuple[Site, ...] = ()
+    # Regex a string value must fully match for string-arg / env rules (None: any).
+    pattern: re.Pattern[str] | None = None
+
+    @property
+    def fix_classes(self) -> set[FixClass]:
+        return {case.fix for case in self.cases if case.fixable}
+
+    @property
+    def best_fix(self) -> FixClass:
+        classes = self.fix_classes
+        for fix in (FixClass.SAFE, FixClass.UNSAFE):
+            if fix in classes:
+                return fix
+        return FixClass.MANUAL
+
+
+# Identity-hashed: one catalogue object per process keys the index caches.
+@dataclass(frozen=True, eq=False)
+class Catalogue:
+    rules: tuple[Rule, ...]
+    module_renames: dict[str, str] = field(default_factory=dict)
+
+    @functools.cached_property
+    def by_code(self) -> dict[str, Rule]:
+        return {rule.code: rule for rule in self.rules}
+
+    def select(self, selectors: list[str], ignores: list[str]) -> frozenset[str]:
+        """Codes chosen by ruff-style prefixes (`XLA`, `XLA1`, `XLA101`, `ALL`)."""
+        chosen = {code for code in self.by_code if any(_prefix_hit(code, s) for s in selectors)}
+        return frozenset(c for c in chosen if not any(_prefix_hit(c, i) for i in ignores))
+
+    def unknown_selectors(self, selectors: list[str]) -> list[str]:
+        return [s for s in selectors if not any(_prefix_hit(code, s) for code in self.by_code)]
+
+    def __iter__(self) -> Iterator[Rule]:
+        return iter(self.rules)
+
+
+def _prefix_hit(code: str, selector: str) -> bool:
+    return selector == "ALL" or code.startswith(selector)
+
+
+def rules_dir() -> Path:
+    """`rules/` of a source checkout, or the copy the wheel ships inside the package."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_rules", here.parent / "rules"):
+        if candidate.is_dir():
+            return candidate
+    raise CatalogueError(f"rule catalogue not found next to {here}")
+
+
+@functools.cache
+def load(directory: Path | None = None) -> Catalogue:
+    directory = directory or rules_dir()
+    rules: list[Rule] = []
+    renames: dict[str, str] = {}
+    for path in sorted(directory.glob("*.toml")):
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+        renames.update(data.get("module_renames", {}))
+        for raw in data.get("rule", []):
+            try:
+                rules.append(_rule(raw, area=path.stem))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CatalogueError(f"{path.name}: rule {raw.get('code', '?')}: {exc!r}") from exc
+    catalogue = Catalogue(tuple(sorted(rules, key=lambda r: r.code)), renames)
+    _validate(catalogue)
+    return catalogue
+
+
+def _rule(raw: dict, area: str) -> Rule:
+    default_message = raw.get("message", "")
+    default_fix = raw.get("fix", "manual")
+    cases = tuple(
+        Case(
+            when=tuple(Condition.parse(c) for c in case.get("when", [])),
+            fix=FixClass(case.get("fix", default_fix)),
+            message=case.get("message", default_message),
+            action=case.get("action", "replace" if "replace" in case else "none"),
+            template=case.get("replace", case.get("rename", "")),
+        )
+        for case in raw.get("case", [{}])
+    )
+    sites = tuple(
+        Site(
+            calls=tuple(site.get("call", ())),
+            method=site.get("method", ""),
+            position=site.get("position"),
+            keyword=site.get("keyword", ""),
+        )
+        for site in raw.get("site", [])
+    )
+    ref = raw.get("ref", [])
+    return Rule(
+        code=raw["code"],
+        name=raw["name"],
+        kind=raw["kind"],
+        area=area,
+        summary=raw["summary"],
+        docs=raw["docs"].strip(),
+        ref=tuple([ref] if isinstance(ref, str) else ref),
+        match=tuple(raw.get("match", ())),
+        params=tuple(raw.get("params", ())),
+        cases=cases,
+        sites=sites,
+        pattern=re.compile(raw["pattern"]) if "pattern" in raw else None,
+    )
+
+
+def _validate(catalogue: Catalogue) -> None:
+    seen: set[str] = set()
+    for rule in catalogue.rules:
+        where = f"rule {rule.code}"
+        if not _CODE_RE.match(rule.code):
+            raise CatalogueError(f"{where}: code must look like XLA123")
+        if rule.code in seen:
+            raise CatalogueError(f"{where}: duplicate code")
+        seen.add(rule.code)
+        if rule.kind not in KINDS:
+            raise CatalogueError(f"{where}: unknown kind {rule.kind!r}")
+        if not rule.cases or rule.cases[-1].when:
+            raise CatalogueError(f"{where}: the last case must have no conditions (catch-all)")
+        for case in rule.cases:
+            if case.action not in ACTIONS:
+                raise CatalogueError(f"{where}: unknown action {case.action!r}")
+            if not case.message:
+                raise CatalogueError(f"{where}: a case has no message")
+            if case.fix is FixClass.MANUAL and case.action != "none":
+                raise CatalogueError(f"{where}: a manual case cannot carry a fix")
+            if case.fix is not FixClass.MANUAL and case.action == "none":
+                raise CatalogueError(f"{where}: a {case.fix.value} case needs an action")
+            for condition in case.when:
+                if condition.kind.removeprefix("not-") in ("absent", "present", "literal", "falsy") and condition.arg not in rule.params:
+                    raise CatalogueError(f"{where}: condition on unknown parameter {condition.arg!r}")
+        if rule.kind == "string-arg" and not rule.sites:
+            raise CatalogueError(f"{where}: a string-arg rule needs sites")
+        if rule.kind in ("call", "reference", "import", "env") and not rule.match:
+            raise CatalogueError(f"{where}: needs `match`")

@@ -1,0 +1,127 @@
+"""Evaluating a case's conditions at one site, and binding a call's arguments to parameters."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from xla2tpu.catalogue import Case, Condition
+
+_MISSING = object()
+
+
+@dataclass
+class Site:
+    """What the conditions of a case may look at."""
+
+    target: str
+    source: str
+    args: dict[str, cst.BaseExpression] | None = None  # None: the arguments could not be bound
+    star_args: dict[str, list[cst.Arg]] = field(default_factory=dict)
+    statement: bool = False
+    value: str | None = None  # the string or environment value, when it is a literal
+    unused: bool = False
+    top_level: bool = False
+
+
+def bind(
+    params: Sequence[str], args: Sequence[cst.Arg]
+) -> tuple[dict[str, cst.BaseExpression], dict[str, list[cst.Arg]]] | None:
+    """Map a call's arguments to the legacy callable's parameters, or None if that is unknowable.
+
+    `params` reads like a signature: names after a `*name` entry are keyword-only, and the
+    `*name` entry collects the extra positional arguments.
+    """
+    star_at = next((i for i, p in enumerate(params) if p.startswith("*")), len(params))
+    positional = list(params[:star_at])
+    star = params[star_at][1:] if star_at < len(params) else None
+    bound: dict[str, cst.BaseExpression] = {}
+    spread: dict[str, list[cst.Arg]] = {star: []} if star else {}
+    index = 0
+    for arg in args:
+        if arg.star:  # *xs / **kw: which parameters they fill is only known at run time
+            return None
+        if arg.keyword is None:
+            if index < len(positional):
+                bound[positional[index]] = arg.value
+                index += 1
+            elif star is not None:
+                spread[star].append(arg)
+            else:
+                return None
+        else:
+            name = arg.keyword.value
+            if name not in params or name in bound:
+                return None
+            bound[name] = arg.value
+    return bound, spread
+
+
+def literal(node: cst.BaseExpression | None) -> object:
+    """The Python value of a literal argument (`0`, `True`, `"TPU"`, `-1`), else _MISSING."""
+    if node is None:
+        return _MISSING
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value]
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+        value = node.evaluated_value
+        return _MISSING if value is None and not isinstance(node, cst.SimpleString) else value
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = literal(node.expression)
+        return -inner if isinstance(inner, (int, float)) and not isinstance(inner, bool) else _MISSING
+    return _MISSING
+
+
+def _holds(condition: Condition, site: Site) -> bool:
+    kind = condition.kind
+    negate = kind.startswith("not-")
+    base = kind[4:] if negate else kind
+    if base in ("absent", "present", "literal", "falsy") and site.args is None:
+        return False  # unknown binding: no argument condition can be trusted either way
+    if base == "absent":
+        result = condition.arg not in site.args  # type: ignore[operator]
+    elif base == "present":
+        result = condition.arg in site.args  # type: ignore[operator]
+    elif base == "falsy":
+        value = literal(site.args.get(condition.arg)) if condition.arg in site.args else None  # type: ignore[union-attr,operator]
+        result = value is not _MISSING and not value
+    elif base == "literal":
+        value = literal(site.args.get(condition.arg))  # type: ignore[union-attr]
+        result = value is not _MISSING and value == condition.value and type(value) is type(condition.value)
+    elif base == "statement":
+        result = site.statement
+    elif base == "target":
+        result = site.target == condition.arg
+    elif base == "file-contains":
+        result = condition.arg in site.source
+    elif base == "value":
+        result = site.value == condition.value
+    elif base == "unused":
+        result = site.unused
+    elif base == "top-level":
+        result = site.top_level
+    else:  # pragma: no cover - the catalogue validates condition kinds
+        raise ValueError(kind)
+    return result != negate
+
+
+def choose(cases: Sequence[Case], site: Site) -> Case:
+    """The first case whose conditions all hold; the catalogue guarantees a catch-all last."""
+    for case in cases:
+        if all(_holds(condition, site) for condition in case.when):
+            return case
+    return cases[-1]
+
+
+def literal_text(node: cst.BaseExpression) -> str | None:
+    """The text of a plain string literal, or None (f-strings, bytes, anything computed)."""
+    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
+        try:
+            value = ast.literal_eval(node.value)
+        except (ValueError, SyntaxError):
+            return None
+        return value if isinstance(value, str) else None
+    return None

@@ -1,0 +1,121 @@
+"""The per-file pipe: prefilter -> decode -> parse -> resolve -> rewrite -> imports -> encode.
+
+`process_source` is a pure function of (path, bytes, settings); `run` maps it over many
+files, in a process pool when there are enough of them to pay for one.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import traceback
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from xla2tpu import catalogue as catalogue_mod
+from xla2tpu.decode import DecodeError, Decoded, decode
+from xla2tpu.diagnostics import FileResult
+from xla2tpu.imports import ImportHygiene, UsedNames, add_imports, has_matching_import
+from xla2tpu.index import build
+from xla2tpu.noqa import Suppressions, skip_file
+from xla2tpu.resolve import Canonicaliser, ImportResolver
+from xla2tpu.rewriter import FileContext, Rewriter, Settings
+
+# A file none of these bytes occur in cannot hold an idiom, so it is never parsed.
+# `tests/test_catalogue.py` checks that every name and string a rule matches contains one.
+PREFILTER = re.compile(rb"(?i:xla)|PJRT_|XRT_|TPU_|torch_tpu|torch\.tpu|optimum")
+
+# Below this many candidate files a pool costs more to start than it saves.
+_POOL_MIN_FILES = 16
+
+
+def process_source(path: str, data: bytes, settings: Settings) -> FileResult:
+    """Lint and fix one file's bytes; never raises for a problem in the input."""
+    result = FileResult(path)
+    result.lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    if PREFILTER.search(data) is None:
+        return result
+    try:
+        decoded = decode(data)
+    except DecodeError as exc:
+        result.error = str(exc)
+        return result
+    if skip_file(decoded.text):
+        return result
+    try:
+        module = cst.parse_module(decoded.text)
+    except cst.ParserSyntaxError as exc:
+        result.error = f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}"
+        return result
+    except RecursionError:
+        result.error = "cannot parse: the code nests too deeply"
+        return result
+    result.parsed = True
+    try:
+        _rewrite(result, module, decoded, settings)
+    except RecursionError:
+        result.diagnostics.clear()
+        result.error = "cannot analyse: the code nests too deeply"
+    except Exception:  # noqa: BLE001 - one broken rule must not stop the run
+        result.diagnostics.clear()
+        result.new_source = None
+        result.internal_error = True
+        result.error = "internal error, please report it:\n" + traceback.format_exc(limit=-3).rstrip()
+    return result
+
+
+def _rewrite(result: FileResult, module: cst.Module, decoded: Decoded, settings: Settings) -> None:
+    catalogue = catalogue_mod.load()
+    canonical = Canonicaliser(catalogue.module_renames)
+    resolver = ImportResolver(canonical)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    wrapper.module.visit(resolver)
+    ctx = FileContext(
+        decoded.text, build(catalogue, settings.selected), settings, resolver, Suppressions(decoded.text)
+    )
+    rewriter = Rewriter(ctx, module)
+    new_module = wrapper.visit(rewriter)
+    if has_matching_import(ctx, canonical):
+        used = UsedNames()
+        new_module.visit(used)
+        new_module = new_module.visit(ImportHygiene(ctx, used.names, rewriter.import_positions, canonical))
+    new_module = add_imports(new_module, ctx.imports_needed)
+    result.diagnostics = sorted(ctx.diagnostics)
+    code = new_module.code
+    if code != decoded.text:
+        try:
+            ast.parse(code)
+        except SyntaxError as exc:  # never write a file that no longer parses
+            raise AssertionError(f"the rewrite does not parse: {exc}") from exc
+        result.new_source = decoded.encode(code)
+    result.encoding = decoded.encoding
+
+
+def _init_worker() -> None:
+    catalogue_mod.load()
+
+
+def _process_item(item: tuple[str, bytes, Settings]) -> FileResult:
+    return process_source(*item)
+
+
+def run(items: Iterable[tuple[str, bytes, Settings]], jobs: int | None = None) -> Iterator[FileResult]:
+    """Results for (path, bytes, settings) items; files past the prefilter go to a pool when it pays."""
+    jobs = jobs or os.cpu_count() or 1
+    candidates: list[tuple[str, bytes, Settings]] = []
+    for item in items:
+        if PREFILTER.search(item[1]) is None:
+            yield _process_item(item)  # counts lines, parses nothing
+        else:
+            candidates.append(item)
+    if jobs <= 1 or len(candidates) < _POOL_MIN_FILES:
+        for item in candidates:
+            yield _process_item(item)
+        return
+    chunk = max(1, min(32, len(candidates) // (jobs * 4)))
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker) as pool:
+        yield from pool.map(_process_item, candidates, chunksize=chunk)

@@ -1,0 +1,174 @@
+"""Imports follow the code: torch_xla imports left without a use go, needed ones are added.
+
+Runs after the rewrite pass, on its output, because only then is it known which
+aliases are still used. Nothing else in the file moves.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import CodeRange
+
+from xla2tpu.conditions import Site, choose
+from xla2tpu.resolve import Canonicaliser, dotted_name
+from xla2tpu.rewriter import FileContext, StatementPruner
+
+
+class UsedNames(cst.CSTVisitor):
+    """Every name read outside import statements (attribute tails excluded)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def has_matching_import(ctx: FileContext, canonical: Canonicaliser) -> bool:
+    for statement, _scope in ctx.resolver.imports:
+        for qualname, _bound, _alias in _aliases(statement, canonical):
+            if ctx.index.imports.find(qualname) is not None:
+                return True
+    return False
+
+
+def _aliases(
+    node: cst.Import | cst.ImportFrom, canonical: Canonicaliser
+) -> list[tuple[str, str, cst.ImportAlias]]:
+    """(qualified name, name it binds, alias node) for each alias of an import statement."""
+    out: list[tuple[str, str, cst.ImportAlias]] = []
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = dotted_name(alias.name) or ""
+            bound = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else full.split(".")[0]
+            out.append((canonical(full), bound, alias))
+        return out
+    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        return out
+    module = dotted_name(node.module) or ""
+    for alias in node.names:
+        name = dotted_name(alias.name) or ""
+        bound = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
+        out.append((canonical(f"{module}.{name}"), bound, alias))
+    return out
+
+
+class ImportHygiene(StatementPruner):
+    def __init__(
+        self,
+        ctx: FileContext,
+        used: set[str],
+        positions: dict[int, CodeRange],
+        canonical: Canonicaliser,
+    ) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.used = used
+        self.positions = positions
+        self.canonical = canonical
+        self._depth = 0
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False  # keep the alias nodes identical: their positions are keyed by identity
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._depth += 1
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self._depth -= 1
+        return updated_node
+
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
+        return self._clean(updated_node)
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> cst.ImportFrom:
+        return self._clean(updated_node)
+
+    def _clean(self, node: cst.Import | cst.ImportFrom):  # type: ignore[no-untyped-def]
+        removed: set[int] = set()
+        for qualname, bound, alias in _aliases(node, self.canonical):
+            rule = self.ctx.index.imports.find(qualname)
+            where = self.positions.get(id(alias))
+            if rule is None or where is None:
+                continue
+            site = Site(
+                target=self.ctx.settings.target,
+                source=self.ctx.source,
+                unused=bound not in self.used,
+                top_level=self._depth == 0,
+            )
+            case = choose(rule.cases, site)
+            applied = self.ctx.report(rule, case, where, case.fixable, qualname)
+            if applied and case.action == "remove-import":
+                removed.add(id(alias))
+        if not removed:
+            return node
+        assert not isinstance(node.names, cst.ImportStar)
+        kept = [alias for alias in node.names if id(alias) not in removed]
+        if not kept:
+            self.doom(node)
+            return node
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return node.with_changes(names=kept)
+
+
+def _is_import_line(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+    )
+
+
+def _is_future(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.ImportFrom)
+        and isinstance(small.module, cst.Name)
+        and small.module.value == "__future__"
+        for small in statement.body
+    )
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def add_imports(module: cst.Module, roots: set[str]) -> cst.Module:
+    """Insert `import <root>` for each root, before the first import (after docstring/futures)."""
+    if not roots:
+        return module
+    body = list(module.body)
+    position = next(
+        (i for i, s in enumerate(body) if _is_import_line(s) and not _is_future(s)),
+        None,
+    )
+    if position is None:
+        position = 0
+        if body and _is_docstring(body[0]):
+            position = 1
+        while position < len(body) and _is_future(body[position]):
+            position += 1
+    new = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name(root))])]) for root in sorted(roots)]
+    if position < len(body) and _is_import_line(body[position]):
+        # The comments above the import block stay above it.
+        new[0] = new[0].with_changes(leading_lines=body[position].leading_lines)
+        body[position] = body[position].with_changes(leading_lines=[])
+    body[position:position] = new
+    return module.with_changes(body=body)

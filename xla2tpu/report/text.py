@@ -1,0 +1,48 @@
+"""ruff-style text output: `path:line:col: CODE [*] message`, then a summary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import click
+
+from xla2tpu.diagnostics import Diagnostic, FixClass
+
+
+def finding(path: str, diagnostic: Diagnostic) -> str:
+    location = click.style(path, bold=True) + f":{diagnostic.line}:{diagnostic.col}:"
+    mark = click.style("[*] ", fg="cyan") if diagnostic.fixed else ""
+    code = click.style(diagnostic.code, fg="red", bold=True)
+    return f"{location} {code} {mark}{diagnostic.message}"
+
+
+def problem(path: str, message: str) -> str:
+    return f"{click.style(path, bold=True)}: {click.style('error', fg='red', bold=True)}: {message}"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def check_summary(diagnostics: Iterable[Diagnostic], unsafe_enabled: bool) -> list[str]:
+    found = list(diagnostics)
+    if not found:
+        return [click.style("All checks passed!", fg="green")]
+    fixable = sum(1 for d in found if d.fixed)
+    hidden = sum(1 for d in found if d.fix is FixClass.UNSAFE and not d.fixed)
+    manual = sum(1 for d in found if d.fix is FixClass.MANUAL)
+    lines = [f"Found {_plural(len(found), 'finding')}."]
+    if fixable:
+        flag = " --unsafe-fixes" if unsafe_enabled else ""
+        lines.append(f"[*] {fixable} fixable with `xla2tpu fix{flag}`.")
+    if hidden:
+        lines.append(f"({hidden} more fixable with `xla2tpu fix --unsafe-fixes`.)")
+    if manual:
+        lines.append(f"{manual} need a human (manual migration; see `xla2tpu explain CODE`).")
+    return lines
+
+
+def fix_summary(fixed: int, files: int, remaining: int, dry_run: bool) -> str:
+    verb = "Would fix" if dry_run else "Fixed"
+    text = f"{verb} {_plural(fixed, 'finding')} in {_plural(files, 'file')}"
+    return text + (f", {remaining} remaining." if remaining else ".")

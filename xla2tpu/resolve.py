@@ -1,0 +1,232 @@
+"""Light import-alias resolution: which dotted name does `xm.mark_step` mean here?
+
+LibCST's QualifiedNameProvider costs about six parses; this pass only records what
+imports bind in each function/class/module scope, which is all our rules need.
+A name bound both by an import and by anything else in one scope is ambiguous and
+resolves to nothing, so shadowed or monkey-patched names are never rewritten.
+Binding a name to `None` (the `except ImportError: xm = None` fallback) does not count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import libcst as cst
+
+# A binding that is not an import (assignment, parameter, loop target, def, class...).
+_OTHER = "<other>"
+
+
+class Scope:
+    __slots__ = ("parent", "is_class", "bindings")
+
+    def __init__(self, parent: Scope | None, is_class: bool = False) -> None:
+        self.parent = parent
+        self.is_class = is_class
+        self.bindings: dict[str, set[str]] = {}
+
+    def bind(self, name: str, target: str) -> None:
+        self.bindings.setdefault(name, set()).add(target)
+
+    def lookup(self, name: str) -> str | None:
+        scope: Scope | None = self
+        first = True
+        while scope is not None:
+            # Class bodies are not visible from the methods nested in them.
+            if first or not scope.is_class:
+                found = scope.bindings.get(name)
+                if found is not None:
+                    if len(found) == 1 and _OTHER not in found:
+                        return next(iter(found))
+                    return None
+            first = False
+            scope = scope.parent
+        return None
+
+    def binds(self, name: str) -> bool:
+        """True when `name` is visible from this scope at all (import or otherwise)."""
+        scope: Scope | None = self
+        first = True
+        while scope is not None:
+            if (first or not scope.is_class) and name in scope.bindings:
+                return True
+            first = False
+            scope = scope.parent
+        return False
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+class Canonicaliser:
+    """Maps legacy module paths to the current ones (prefix renames from the catalogue)."""
+
+    def __init__(self, renames: Mapping[str, str]) -> None:
+        # Longest prefix first, so nested renames win.
+        self._renames = sorted(renames.items(), key=lambda kv: -len(kv[0]))
+
+    def __call__(self, qualname: str) -> str:
+        for old, new in self._renames:
+            if qualname == old or qualname.startswith(old + "."):
+                return new + qualname[len(old):]
+        return qualname
+
+
+class ImportResolver(cst.CSTVisitor):
+    """Collects the scopes of a module and what each import binds in them."""
+
+    def __init__(self, canonical: Canonicaliser) -> None:
+        self.canonical = canonical
+        self.module_scope = Scope(None)
+        self.scope_of: dict[int, Scope] = {}  # id(FunctionDef/ClassDef/Lambda) -> its scope
+        self._stack: list[Scope] = [self.module_scope]
+        # Every import statement with what it binds, for import hygiene and reporting.
+        self.imports: list[tuple[cst.Import | cst.ImportFrom, Scope]] = []
+
+    @property
+    def scope(self) -> Scope:
+        return self._stack[-1]
+
+    def _push(self, node: cst.CSTNode, is_class: bool = False) -> None:
+        scope = Scope(self.scope, is_class)
+        self.scope_of[id(node)] = scope
+        self._stack.append(scope)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scope.bind(node.name.value, _OTHER)
+        self._push(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._stack.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self._push(node)
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self._stack.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.scope.bind(node.name.value, _OTHER)
+        self._push(node, is_class=True)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._stack.pop()
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.scope.bind(node.name.value, _OTHER)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self.imports.append((node, self.scope))
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.scope.bind(alias.asname.name.value, self.canonical(full))
+            else:
+                root = full.split(".", 1)[0]
+                self.scope.bind(root, root)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.imports.append((node, self.scope))
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            if not isinstance(node.names, cst.ImportStar):
+                for alias in node.names:
+                    self.scope.bind(_bound_name(alias), _OTHER)
+            return
+        module = dotted_name(node.module)
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            if module is None or name is None:
+                continue
+            self.scope.bind(_bound_name(alias), self.canonical(f"{module}.{name}"))
+
+    # --- non-import bindings
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if _is_none(node.value):
+            return
+        for target in node.targets:
+            self._bind_target(target.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None and not _is_none(node.value):
+            self._bind_target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind_target(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind_target(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind_target(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind_target(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind_target(node.asname.name)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            self._bind_target(node.name.name)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        for item in node.names:
+            self.scope.bind(item.name.value, _OTHER)
+
+    def _bind_target(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.scope.bind(target.value, _OTHER)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind_target(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._bind_target(target.value)
+
+
+def _bound_name(alias: cst.ImportAlias) -> str:
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    name = dotted_name(alias.name)
+    return name.split(".", 1)[0] if name else ""
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def resolve(scope: Scope, node: cst.BaseExpression) -> str | None:
+    """The qualified name `node` (a Name/Attribute chain) refers to in `scope`, if imported."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    base = scope.lookup(node.value)
+    if base is None:
+        return None
+    parts.append(base)
+    return ".".join(reversed(parts))
+
+
+def matches_any(qualname: str, patterns: Iterable[str]) -> bool:
+    """Exact match, or `prefix.*` matching anything below prefix."""
+    for pattern in patterns:
+        if pattern.endswith(".*"):
+            if qualname.startswith(pattern[:-1]):
+                return True
+        elif qualname == pattern:
+            return True
+    return False
