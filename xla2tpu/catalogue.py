@@ -18,7 +18,7 @@ from pathlib import Path
 from xla2tpu.diagnostics import FixClass
 
 KINDS = ("call", "reference", "string-arg", "env", "import")
-ACTIONS = ("replace", "delete", "rename", "remove-import", "none")
+ACTIONS = ("replace", "delete", "rename", "remove-import", "transform", "none")
 _CODE_RE = re.compile(r"^XLA\d{3}$")
 
 
@@ -61,6 +61,7 @@ _CONDITION_KINDS = {
     "file-contains",  # file-contains:TEXT — the file's source mentions TEXT
     "value",  # value:V — the string/env value is exactly V
     "unused",  # the import binds nothing used after the fixes
+    "guarded",  # the import sits in a `try:` body (an ImportError guard decides on it)
     "top-level",  # the site is at module level (not inside a def)
 }
 
@@ -171,6 +172,13 @@ def load(directory: Path | None = None) -> Catalogue:
     return catalogue
 
 
+def _implied_action(case: dict) -> str:
+    for action in ("replace", "rename", "transform"):
+        if action in case:
+            return action
+    return "none"
+
+
 def _rule(raw: dict, area: str) -> Rule:
     default_message = raw.get("message", "")
     default_fix = raw.get("fix", "manual")
@@ -179,8 +187,8 @@ def _rule(raw: dict, area: str) -> Rule:
             when=tuple(Condition.parse(c) for c in case.get("when", [])),
             fix=FixClass(case.get("fix", default_fix)),
             message=case.get("message", default_message),
-            action=case.get("action", "replace" if "replace" in case else "none"),
-            template=case.get("replace", case.get("rename", "")),
+            action=case.get("action", _implied_action(case)),
+            template=case.get("replace", case.get("rename", case.get("transform", ""))),
         )
         for case in raw.get("case", [{}])
     )

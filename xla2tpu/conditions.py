@@ -24,6 +24,7 @@ class Site:
     statement: bool = False
     value: str | None = None  # the string or environment value, when it is a literal
     unused: bool = False
+    guarded: bool = False
     top_level: bool = False
 
 
@@ -101,6 +102,8 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = site.value == condition.value
     elif base == "unused":
         result = site.unused
+    elif base == "guarded":
+        result = site.guarded
     elif base == "top-level":
         result = site.top_level
     else:  # pragma: no cover - the catalogue validates condition kinds

@@ -78,6 +78,7 @@ class ImportHygiene(StatementPruner):
         self.positions = positions
         self.canonical = canonical
         self._depth = 0
+        self._tries: list[cst.Try] = []
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False  # keep the alias nodes identical: their positions are keyed by identity
@@ -87,6 +88,13 @@ class ImportHygiene(StatementPruner):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._depth += 1
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self._tries.append(node)
+
+    def leave_Try(self, original_node: cst.Try, updated_node: cst.Try) -> cst.Try:
+        self._tries.pop()
+        return updated_node
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self._depth -= 1
@@ -109,6 +117,7 @@ class ImportHygiene(StatementPruner):
                 target=self.ctx.settings.target,
                 source=self.ctx.source,
                 unused=bound not in self.used,
+                guarded=bool(self._tries),
                 top_level=self._depth == 0,
             )
             case = choose(rule.cases, site)

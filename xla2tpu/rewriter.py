@@ -21,6 +21,8 @@ from xla2tpu.index import RuleIndex
 from xla2tpu.noqa import Suppressions
 from xla2tpu.resolve import ImportResolver, Scope, resolve
 from xla2tpu.statements import pass_statement, prune, prune_small
+from xla2tpu.transforms import REGISTRY as TRANSFORMS
+from xla2tpu.transforms import CallSite, Rewrite
 
 # Environment APIs: qualified callee -> (is a write, index of the variable-name argument).
 _ENV_CALLS = {
@@ -162,6 +164,9 @@ class Rewriter(StatementPruner):
         self._store: set[int] = set()  # references being assigned to or deleted
         self._owned: set[int] = set()  # callees that a call rule handles
         self._doomed_targets: dict[int, cst.CSTNode] = {}  # environment writes whose statement goes
+        # Transforms: updated call -> statements replacing its line; original node -> later edit.
+        self._new_statements: dict[int, tuple[cst.CSTNode, list[cst.BaseStatement]]] = {}
+        self._later: dict[int, list[Callable[[cst.CSTNode], cst.CSTNode]]] = {}
 
     # ------------------------------------------------------------------ bookkeeping
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -173,6 +178,8 @@ class Rewriter(StatementPruner):
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[override]
         result = super().on_leave(original_node, updated_node)
+        for edit in self._later.pop(id(original_node), ()):
+            result = edit(result)
         self._parents.pop()
         if id(original_node) in self.ctx.resolver.scope_of:
             self._scopes.pop()
@@ -265,7 +272,9 @@ class Rewriter(StatementPruner):
         return self._reference(original_node, updated_node)
 
     def _reference(self, original: cst.Name | cst.Attribute, updated: cst.BaseExpression) -> cst.BaseExpression:
-        if id(original) in self._skip or id(original) in self._owned:
+        # Assigning to a name (`xm = None`, `xm.optimizer_step = f`) is not a use of the API:
+        # monkey-patches and fallbacks are left exactly as they are.
+        if id(original) in self._skip or id(original) in self._owned or id(original) in self._store:
             return updated
         qualname = resolve(self.scope, original)
         if qualname is None:
@@ -274,9 +283,7 @@ class Rewriter(StatementPruner):
         if rule is None:
             return updated
         case = choose(rule.cases, self._site())
-        # Monkey-patching (`xm.optimizer_step = f`) is reported, never rewritten.
-        fixable = case.fixable and id(original) not in self._store
-        applied = self.ctx.report(rule, case, self._where(original), fixable, self._source(case, original))
+        applied = self.ctx.report(rule, case, self._where(original), case.fixable, self._source(case, original))
         if not applied or case.action != "rename":
             return updated
         spelling, needed = self.ctx.spell(self.scope)(case.template)
@@ -304,14 +311,60 @@ class Rewriter(StatementPruner):
             statement=statement,
         )
         case = choose(rule.cases, site)
-        fixable = case.fixable and self._can_fix(case, site)
+        rewrite = None
+        if case.action == "transform" and case.fixable:
+            rewrite = self._transform(case, site, original_node, updated_node)
+        fixable = case.fixable and (rewrite is not None if case.action == "transform" else self._can_fix(case, site))
         applied = self.ctx.report(rule, case, self._where(original_node), fixable, self._source(case, original_node))
         if not applied:
             return updated_node
         if case.action == "delete":
             self.doom(updated_node)
             return updated_node
+        if case.action == "transform":
+            return self._apply_rewrite(rewrite, updated_node)  # type: ignore[arg-type]
         return self._render(case, site, updated_node)
+
+    def _transform(self, case: Case, site: Site, original: cst.Call, updated: cst.Call) -> Rewrite | None:
+        if site.args is None:
+            return None
+        parent, grandparent = self._parent(2), self._parent(3)
+        statement = None
+        if (
+            isinstance(parent, (cst.Expr, cst.Assign))
+            and parent.value is original
+            and isinstance(grandparent, cst.SimpleStatementLine)
+            and len(grandparent.body) == 1
+        ):
+            statement = parent
+        call_site = CallSite(
+            call=updated,
+            original=original,
+            args=site.args,
+            star_args=site.star_args,
+            statement=statement,
+            module=self.module,
+            scope=self.scope,
+            parents=list(self._parents[:-1]),
+            spell=self.ctx.spell(self.scope),
+        )
+        rewrite = TRANSFORMS[case.template](call_site)
+        if rewrite is not None and rewrite.statements is not None and statement is None:
+            return None
+        return rewrite
+
+    def _apply_rewrite(self, rewrite: Rewrite, updated: cst.Call) -> cst.BaseExpression:
+        self.ctx.imports_needed |= rewrite.imports
+        for node, edit in rewrite.later:
+            self._later.setdefault(id(node), []).append(edit)
+        if rewrite.statements is not None:
+            self._new_statements[id(updated)] = (updated, rewrite.statements)
+            return updated
+        assert rewrite.expression is not None
+        node = rewrite.expression
+        if updated.lpar:
+            node = node.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+        return templates.parenthesise_for(self._parent(), node)
 
     def _can_fix(self, case: Case, site: Site) -> bool:
         if case.action == "delete":
@@ -336,7 +389,28 @@ class Rewriter(StatementPruner):
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr:
         if id(updated_node.value) in self.doomed:
             self.doom(updated_node)
+        self._carry_statements(updated_node)
         return updated_node
+
+    def _carry_statements(self, statement: cst.Expr | cst.Assign) -> None:
+        """A transform's statements for a call move up to the statement that holds it."""
+        pending = self._new_statements.pop(id(statement.value), None)
+        if pending is not None:
+            self._new_statements[id(statement)] = (statement, pending[1])
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | cst.FlattenSentinel[cst.BaseStatement]:
+        if len(updated_node.body) == 1 and id(updated_node.body[0]) in self._new_statements:
+            _node, statements = self._new_statements.pop(id(updated_node.body[0]))
+            if statements:
+                first = statements[0].with_changes(
+                    leading_lines=[*updated_node.leading_lines, *statements[0].leading_lines]
+                )
+                return cst.FlattenSentinel([first, *statements[1:]])
+            self.doom(updated_node)
+            return updated_node
+        return super().leave_SimpleStatementLine(original_node, updated_node)
 
     # ------------------------------------------------------------------ string arguments
     def _string_args(self, original: cst.Call, updated: cst.Call) -> cst.Call:
@@ -410,6 +484,7 @@ class Rewriter(StatementPruner):
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         if any(id(t.target) in self._doomed_targets for t in updated_node.targets):
             self.doom(updated_node)
+        self._carry_statements(updated_node)
         return updated_node
 
 

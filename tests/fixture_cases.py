@@ -1,0 +1,61 @@
+"""The fixture contract: `fixtures/<CODE>/<case>.py` in, `<case>.fixed.py` out, findings in `<case>.expected`.
+
+A case may start with `# fixture: <flags>` (`--unsafe-fixes`, `--target compile`,
+`--select XLA1,XLA2`). Without a `.fixed.py` the case must come out unchanged.
+Set XLA2TPU_UPDATE_FIXTURES=1 to rewrite the expectations from the current output,
+then review the diff like any code change.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from xla2tpu import catalogue
+from xla2tpu.diagnostics import Diagnostic, FixClass
+from xla2tpu.rewriter import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+@dataclass(frozen=True)
+class Case:
+    path: Path
+
+    @property
+    def id(self) -> str:
+        return f"{self.path.parent.name}/{self.path.stem}"
+
+    @property
+    def fixed(self) -> Path:
+        return self.path.with_name(self.path.stem + ".fixed.py")
+
+    @property
+    def expected(self) -> Path:
+        return self.path.with_name(self.path.stem + ".expected")
+
+    def settings(self) -> Settings:
+        first = self.path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
+        flags = shlex.split(first.split(":", 1)[1]) if first.startswith("# fixture:") else []
+        unsafe = "--unsafe-fixes" in flags
+        target = flags[flags.index("--target") + 1] if "--target" in flags else "eager"
+        select = flags[flags.index("--select") + 1].split(",") if "--select" in flags else ["ALL"]
+        cat = catalogue.load()
+        apply = {FixClass.SAFE, FixClass.UNSAFE} if unsafe else {FixClass.SAFE}
+        return Settings(cat.select(select, []), frozenset(apply), target)
+
+
+def cases() -> list[Case]:
+    return [
+        Case(path)
+        for path in sorted(FIXTURES.glob("XLA*/*.py"))
+        if not path.name.endswith(".fixed.py")
+    ]
+
+
+def render(diagnostics: list[Diagnostic]) -> str:
+    return "".join(
+        f"{d.line}:{d.col}: {d.code} {'[*] ' if d.fixed else ''}({d.fix.value}) {d.message}\n" for d in diagnostics
+    )

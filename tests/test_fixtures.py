@@ -1,0 +1,53 @@
+"""Every fixture: the findings, the fixed output, idempotency and that the output parses."""
+
+from __future__ import annotations
+
+import ast
+import os
+
+import pytest
+
+from tests.fixture_cases import Case, cases, render
+from xla2tpu import catalogue
+from xla2tpu.engine import process_source
+
+UPDATE = os.environ.get("XLA2TPU_UPDATE_FIXTURES") == "1"
+CASES = cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_fixture(case: Case) -> None:
+    data = case.path.read_bytes()
+    settings = case.settings()
+    result = process_source(str(case.path), data, settings)
+    assert result.error is None, result.error
+    output = result.new_source if result.new_source is not None else data
+    found = render(result.diagnostics)
+    if UPDATE:
+        case.expected.write_text(found, encoding="utf-8")
+        if output != data:
+            case.fixed.write_bytes(output)
+        elif case.fixed.exists():
+            case.fixed.unlink()
+    assert found == case.expected.read_text(encoding="utf-8")
+    expected_output = case.fixed.read_bytes() if case.fixed.exists() else data
+    assert output == expected_output
+    ast.parse(output)
+    # fix is idempotent: a second run changes nothing
+    again = process_source(str(case.path), output, settings)
+    assert again.new_source is None, "a second fix changed the file again"
+
+
+def test_every_rule_has_a_fixture_that_fires() -> None:
+    fired: set[str] = set()
+    for case in CASES:
+        text = case.expected.read_text(encoding="utf-8") if case.expected.exists() else ""
+        fired |= {line.split()[1] for line in text.splitlines() if line}
+    missing = sorted(set(catalogue.load().by_code) - fired)
+    assert not missing, f"rules with no fixture finding: {missing}"
+
+
+def test_fixture_dirs_name_real_rules() -> None:
+    codes = set(catalogue.load().by_code)
+    dirs = {p.parent.name for p in (c.path for c in CASES)}
+    assert dirs <= codes, f"fixture folders for unknown codes: {sorted(dirs - codes)}"

@@ -1,0 +1,62 @@
+"""Structural rewrites that a template cannot express, by name (`action = "transform"`).
+
+A transform is a pure function of a `CallSite` returning a `Rewrite`, or None when the
+site's shape is not one it can rewrite (the finding is then reported as manual). It
+never mutates anything: the rewriter applies the `Rewrite` only if the fix is applied.
+Register one with `@transform("name")` in a module of this package and import that
+module below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from xla2tpu.resolve import Scope
+
+
+@dataclass
+class CallSite:
+    """A matched call, as a transform sees it."""
+
+    call: cst.Call  # the call with its children already rewritten
+    original: cst.Call  # the call as parsed (identity keys positions and pending edits)
+    args: dict[str, cst.BaseExpression]
+    star_args: dict[str, list[cst.Arg]]
+    statement: cst.BaseSmallStatement | None  # the enclosing small statement when the call is one
+    module: cst.Module  # the module as parsed
+    scope: Scope
+    parents: list[cst.CSTNode]  # original ancestors, outermost first
+    spell: Callable[[str], tuple[str, str | None]]
+
+    def name(self, qualname: str, imports: set[str]) -> cst.BaseExpression:
+        """An expression naming `qualname` here; records the import it needs in `imports`."""
+        spelling, needed = self.spell(qualname)
+        if needed:
+            imports.add(needed)
+        return cst.parse_expression(spelling)
+
+
+@dataclass
+class Rewrite:
+    """What a transform wants: a new expression for the call, or statements for its statement."""
+
+    expression: cst.BaseExpression | None = None
+    statements: list[cst.BaseStatement] | None = None  # replaces the whole enclosing line
+    # Edits of other nodes, applied when the rewriter leaves them: original node -> edit.
+    later: list[tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode]]] = field(default_factory=list)
+    imports: set[str] = field(default_factory=set)
+
+
+TransformFn = Callable[[CallSite], Rewrite | None]
+REGISTRY: dict[str, TransformFn] = {}
+
+
+def transform(name: str) -> Callable[[TransformFn], TransformFn]:
+    def register(function: TransformFn) -> TransformFn:
+        REGISTRY[name] = function
+        return function
+
+    return register
