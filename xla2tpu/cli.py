@@ -123,7 +123,8 @@ def check(**options: object) -> None:
         for diagnostic in result.diagnostics:
             click.echo(text.finding(result.path, diagnostic))
     _print_errors(outcome)
-    for line in text.check_summary(outcome.diagnostics, bool(options["unsafe_fixes"])):
+    errors = sum(1 for r in outcome.results if r.error)
+    for line in text.check_summary(outcome.diagnostics, bool(options["unsafe_fixes"]), errors):
         click.echo(line)
     sys.exit(_exit_code(outcome, any(True for _ in outcome.diagnostics)))
 
@@ -157,6 +158,8 @@ def fix(diff: bool, **options: object) -> None:
         report(text.finding(path, diagnostic))
     _print_errors(outcome)
     report(text.fix_summary(fixed, changed, len(remaining), dry_run=diff))
+    for line in text.errors_summary(sum(1 for r in outcome.results if r.error)):
+        report(line)
     sys.exit(_exit_code(outcome, bool(remaining) or (diff and changed > 0)))
 
 

@@ -45,7 +45,7 @@ class Config:
             relative = path.as_posix()
         off: list[str] = []
         for pattern, codes in self.per_file_ignores.items():
-            spec = pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+            spec = pathspec.GitIgnoreSpec.from_lines([pattern])
             if spec.match_file(relative) or spec.match_file(path.name):
                 off.extend(codes)
         if not off:

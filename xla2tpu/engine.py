@@ -17,17 +17,22 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from xla2tpu import catalogue as catalogue_mod
+from xla2tpu import prechecks
 from xla2tpu.decode import DecodeError, Decoded, decode
-from xla2tpu.diagnostics import FileResult
+from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
 from xla2tpu.imports import ImportHygiene, UsedNames, add_imports, has_matching_import
 from xla2tpu.index import build
 from xla2tpu.noqa import Suppressions, skip_file
 from xla2tpu.resolve import Canonicaliser, ImportResolver
 from xla2tpu.rewriter import FileContext, Rewriter, Settings
 
-# A file none of these bytes occur in cannot hold an idiom, so it is never parsed.
+# A file none of these bytes occur in cannot hold an idiom, so it is never parsed. Plain
+# "xla" is too common (matplotlib's xlabel, prose about XLA) to be a signal on its own.
 # `tests/test_catalogue.py` checks that every name and string a rule matches contains one.
-PREFILTER = re.compile(rb"(?i:xla)|PJRT_|XRT_|TPU_|torch_tpu|torch\.tpu|optimum")
+PREFILTER = re.compile(
+    rb"torch_xla|optimum|openxla|PJRT_|XRT_|XLA_|_XLA|[\"']xla\b|torch[._]tpu|_tpu|TPU_|\.TPU\b|[\"']tpu"
+    rb"|\.tpu\(|_NUM_DEVICES|TORCH_DEVICE_BACKEND_AUTOLOAD|ALLREDUCE_GRADIENTS"
+)
 
 # Below this many candidate files a pool costs more to start than it saves.
 _POOL_MIN_FILES = 16
@@ -49,7 +54,7 @@ def process_source(path: str, data: bytes, settings: Settings) -> FileResult:
     try:
         module = cst.parse_module(decoded.text)
     except cst.ParserSyntaxError as exc:
-        result.error = f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}"
+        result.error = f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}{_hint(decoded.text, exc.raw_line)}"
         return result
     except RecursionError:
         result.error = "cannot parse: the code nests too deeply"
@@ -68,15 +73,43 @@ def process_source(path: str, data: bytes, settings: Settings) -> FileResult:
     return result
 
 
+# Why a file does not parse, when the line that fails shows it: old Python 2 code and
+# notebook cells exported with their shell and magic lines are common in legacy TPU code.
+_PYTHON2 = re.compile(r"^\s*(print\s+[^\s(=.,;)\]}]|exec\s+[\"']|except\s+[\w.]+\s*,\s*\w+\s*:)|`")
+_NOTEBOOK = re.compile(r"^\s*[!%]")
+
+
+def _hint(text: str, line: int) -> str:
+    lines = text.splitlines()
+    failing = lines[line - 1] if 0 < line <= len(lines) else ""
+    if _PYTHON2.search(failing):
+        return " (this looks like Python 2 source; xla2tpu reads Python 3 only: port the file first, e.g. with `2to3`)"
+    if _NOTEBOOK.search(failing):
+        return (
+            " (this looks like a notebook cell with a shell or magic command (`!pip`, `%env`): drop those lines"
+            " or export the notebook with `jupyter nbconvert --to script`)"
+        )
+    return ""
+
+
 def _rewrite(result: FileResult, module: cst.Module, decoded: Decoded, settings: Settings) -> None:
     catalogue = catalogue_mod.load()
     canonical = Canonicaliser(catalogue.module_renames)
     resolver = ImportResolver(canonical)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     wrapper.module.visit(resolver)
-    ctx = FileContext(
-        decoded.text, build(catalogue, settings.selected), settings, resolver, Suppressions(decoded.text)
-    )
+    verdicts = prechecks.verdicts(catalogue, settings.selected, decoded.text)
+    selected = settings.selected - prechecks.disabled(catalogue, verdicts)
+    suppressions = Suppressions(decoded.text)
+    ctx = FileContext(decoded.text, build(catalogue, selected), settings, resolver, suppressions)
+    for verdict in verdicts:  # file rules are reports only: their one case is manual
+        case = verdict.rule.cases[-1]
+        if not suppressions.suppressed(verdict.line, verdict.rule.code):
+            message = case.message.replace("{source}", verdict.text.strip())
+            ctx.diagnostics.append(
+                Diagnostic(verdict.line, verdict.col + 1, verdict.rule.code, message, FixClass.MANUAL,
+                           end_line=verdict.line, end_col=verdict.end_col + 1)
+            )
     rewriter = Rewriter(ctx, module)
     new_module = wrapper.visit(rewriter)
     if has_matching_import(ctx, canonical):

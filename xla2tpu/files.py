@@ -33,8 +33,8 @@ class Found:
     problem: str | None = None
 
 
-def _spec(patterns: Sequence[str]) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+def _spec(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 class Excluder:
@@ -54,7 +54,7 @@ class Excluder:
         return self.spec.match_file(relative) or self.spec.match_file(path.name + ("/" if is_dir else ""))
 
 
-def _gitignore(directory: Path) -> pathspec.PathSpec | None:
+def _gitignore(directory: Path) -> pathspec.GitIgnoreSpec | None:
     try:
         lines = (directory / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -62,9 +62,9 @@ def _gitignore(directory: Path) -> pathspec.PathSpec | None:
     return _spec(lines)
 
 
-def _ancestor_ignores(directory: Path) -> list[tuple[Path, pathspec.PathSpec]]:
+def _ancestor_ignores(directory: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
     """The .gitignore files above `directory`, up to its repository root, outermost first."""
-    found: list[tuple[Path, pathspec.PathSpec]] = []
+    found: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
     current = directory.resolve()
     for parent in [current, *current.parents]:
         spec = _gitignore(parent) if parent != current else None
@@ -75,7 +75,7 @@ def _ancestor_ignores(directory: Path) -> list[tuple[Path, pathspec.PathSpec]]:
     return list(reversed(found))
 
 
-def _ignored(path: Path, is_dir: bool, ignores: list[tuple[Path, pathspec.PathSpec]]) -> bool:
+def _ignored(path: Path, is_dir: bool, ignores: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
     for base, spec in ignores:
         try:
             relative = path.relative_to(base).as_posix()
@@ -105,7 +105,7 @@ def _walk(
     real: Path,
     excluder: Excluder,
     suffixes: Sequence[str],
-    ignores: list[tuple[Path, pathspec.PathSpec]],
+    ignores: list[tuple[Path, pathspec.GitIgnoreSpec]],
 ) -> Iterator[Found]:
     own = _gitignore(real)
     if own is not None:

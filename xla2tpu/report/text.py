@@ -24,10 +24,14 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def check_summary(diagnostics: Iterable[Diagnostic], unsafe_enabled: bool) -> list[str]:
+def errors_summary(errors: int) -> list[str]:
+    return [f"{_plural(errors, 'file')} could not be checked (see the errors above)."] if errors else []
+
+
+def check_summary(diagnostics: Iterable[Diagnostic], unsafe_enabled: bool, errors: int = 0) -> list[str]:
     found = list(diagnostics)
     if not found:
-        return [click.style("All checks passed!", fg="green")]
+        return errors_summary(errors) or [click.style("All checks passed!", fg="green")]
     fixable = sum(1 for d in found if d.fixed)
     hidden = sum(1 for d in found if d.fix is FixClass.UNSAFE and not d.fixed)
     manual = sum(1 for d in found if d.fix is FixClass.MANUAL)
@@ -39,7 +43,7 @@ def check_summary(diagnostics: Iterable[Diagnostic], unsafe_enabled: bool) -> li
         lines.append(f"({hidden} more fixable with `xla2tpu fix --unsafe-fixes`.)")
     if manual:
         lines.append(f"{manual} need a human (manual migration; see `xla2tpu explain CODE`).")
-    return lines
+    return lines + errors_summary(errors)
 
 
 def fix_summary(fixed: int, files: int, remaining: int, dry_run: bool) -> str:

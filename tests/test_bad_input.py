@@ -1,0 +1,128 @@
+"""Bad input: a one-line error naming the file and the reason, the run goes on, no traceback."""
+
+from __future__ import annotations
+
+import codecs
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LEGACY
+
+BAD = {
+    "syntax.py": b"import torch_xla\ndef f(:\n",
+    "python2.py": b"import torch_xla\nprint 'hello'\n",
+    "binary.py": b"torch_xla\x00\x01\x02",
+    "latin1_nocookie.py": "import torch_xla\nname = 'caf\xe9'\n".encode("latin-1"),
+}
+
+
+def _errors(output: str) -> dict[str, str]:
+    found = {}
+    for line in output.splitlines():
+        if ": error: " in line:
+            path, _, message = line.partition(": error: ")
+            found[path] = message
+    return found
+
+
+def test_each_bad_file_is_one_line_and_the_run_goes_on(invoke, tmp_path: Path) -> None:
+    for name, data in BAD.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "good.py").write_text(LEGACY)
+    result = invoke("check", ".", "missing.py")
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    errors = _errors(result.output)
+    assert errors["syntax.py"].startswith("syntax error at 2:")
+    assert errors["python2.py"].startswith("syntax error at 2:")
+    assert "binary file" in errors["binary.py"]
+    assert "not valid utf-8: byte 0xe9 on line 2" in errors["latin1_nocookie.py"]
+    assert errors["missing.py"] == "no such file or directory"
+    assert "good.py:4:10: XLA101" in result.output  # the good file is still checked
+    assert "5 files could not be checked" in result.output
+
+
+def test_fix_leaves_bad_files_alone(invoke, tmp_path: Path) -> None:
+    for name, data in BAD.items():
+        (tmp_path / name).write_bytes(data)
+    result = invoke("fix", ".")
+    assert result.exit_code == 1
+    for name, data in BAD.items():
+        assert (tmp_path / name).read_bytes() == data
+
+
+def test_latin1_cookie_is_decoded_and_kept(invoke, tmp_path: Path) -> None:
+    source = "# -*- coding: latin-1 -*-\nimport torch_xla.core.xla_model as xm\nname = 'caf\xe9'\nd = xm.xla_device()\n"
+    (tmp_path / "l.py").write_bytes(source.encode("latin-1"))
+    assert invoke("fix", "l.py").exit_code == 0
+    expected = "# -*- coding: latin-1 -*-\nimport torch\nname = 'caf\xe9'\nd = torch.device(\"tpu\")\n"
+    assert (tmp_path / "l.py").read_bytes() == expected.encode("latin-1")
+
+
+def test_bom_is_preserved(invoke, tmp_path: Path) -> None:
+    (tmp_path / "b.py").write_bytes(codecs.BOM_UTF8 + LEGACY.encode())
+    assert invoke("fix", "b.py").exit_code == 0
+    data = (tmp_path / "b.py").read_bytes()
+    assert data.startswith(codecs.BOM_UTF8)
+    assert b"torch.device(\"tpu\")" in data and b"torch_xla" not in data
+
+
+def test_crlf_is_preserved_including_added_lines(invoke, tmp_path: Path) -> None:
+    (tmp_path / "w.py").write_bytes(LEGACY.replace("\n", "\r\n").encode())
+    assert invoke("fix", "w.py").exit_code == 0
+    data = (tmp_path / "w.py").read_bytes()
+    assert b"\n" not in data.replace(b"\r\n", b"")
+    assert data.startswith(b"import torch\r\n")
+
+
+def test_mixed_line_endings_untouched_lines_keep_theirs(invoke, tmp_path: Path) -> None:
+    source = b"import torch_xla.core.xla_model as xm\r\nx = 1\nd = xm.xla_device()\r\ny = 2\r\n"
+    (tmp_path / "m.py").write_bytes(source)
+    assert invoke("fix", "m.py").exit_code == 0
+    assert (tmp_path / "m.py").read_bytes() == b"import torch\r\nx = 1\nd = torch.device(\"tpu\")\r\ny = 2\r\n"
+
+
+def test_unreadable_file(invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # CI runs as root, which chmod cannot lock out, so the refusal is simulated where it surfaces.
+    target = tmp_path / "secret.py"
+    target.write_text(LEGACY)
+    real = Path.read_bytes
+
+    def refuse(self: Path) -> bytes:
+        if self.name == "secret.py":
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    (tmp_path / "other.py").write_text(LEGACY)
+    result = invoke("check", ".")
+    assert _errors(result.output)["secret.py"] == "cannot read: Permission denied"
+    assert "other.py:4:10: XLA101" in result.output
+
+
+def test_fifo_is_not_read(invoke, tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.py")
+    result = invoke("check", "pipe.py")
+    assert result.exit_code == 1
+    assert "not a regular file" in _errors(result.output)["pipe.py"]
+
+
+def test_dangling_symlink_and_loop(invoke, tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "dangling.py").symlink_to(tmp_path / "nowhere.py")
+    (tmp_path / "pkg" / "loop").symlink_to(tmp_path / "pkg")
+    (tmp_path / "pkg" / "ok.py").write_text(LEGACY)
+    result = invoke("check", "pkg")
+    assert _errors(result.output)["pkg/dangling.py"] == "dangling symbolic link"
+    assert "pkg/ok.py:4:10: XLA101" in result.output
+
+
+def test_bad_config_is_exit_2_naming_the_file(invoke, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.xla2tpu\nselect = 1\n")
+    (tmp_path / "a.py").write_text(LEGACY)
+    result = invoke("check", "a.py")
+    assert result.exit_code == 2
+    assert "pyproject.toml: invalid TOML" in result.output
+    assert "Traceback" not in result.output

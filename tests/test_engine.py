@@ -1,0 +1,172 @@
+"""Engine pieces: name resolution, spelling, statement deletion, import placement, prefilter."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from xla2tpu import catalogue
+from xla2tpu.diagnostics import FixClass
+from xla2tpu.engine import process_source
+from xla2tpu.resolve import Canonicaliser, ImportResolver, resolve
+from xla2tpu.rewriter import Settings
+
+ALL = Settings(catalogue.load().select(["ALL"], []), frozenset({FixClass.SAFE, FixClass.UNSAFE}))
+
+
+def fix(source: str, settings: Settings = ALL) -> str:
+    result = process_source("t.py", textwrap.dedent(source).encode(), settings)
+    assert result.error is None, result.error
+    return (result.new_source or textwrap.dedent(source).encode()).decode()
+
+
+def _resolved(source: str, expression: str) -> str | None:
+    module = cst.parse_module(textwrap.dedent(source))
+    resolver = ImportResolver(Canonicaliser(catalogue.load().module_renames))
+    module.visit(resolver)
+    return resolve(resolver.module_scope, cst.parse_expression(expression))
+
+
+@pytest.mark.parametrize(
+    ("source", "expression"),
+    [
+        ("import torch_xla.core.xla_model as xm", "xm.mark_step"),
+        ("from torch_xla.core import xla_model as xm", "xm.mark_step"),
+        ("from torch_xla.core import xla_model", "xla_model.mark_step"),
+        ("import torch_xla", "torch_xla.core.xla_model.mark_step"),
+        ("import torch_xla.core.xla_model", "torch_xla.core.xla_model.mark_step"),
+        ("from torch_xla.core.xla_model import mark_step", "mark_step"),
+        ("from torch_xla.core.xla_model import mark_step as ms", "ms"),
+        ("try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None", "xm.mark_step"),
+        ("if available():\n    import torch_xla.core.xla_model as xm", "xm.mark_step"),
+    ],
+)
+def test_every_import_style_resolves_to_one_name(source: str, expression: str) -> None:
+    assert _resolved(source, expression) == "torch_xla.core.xla_model.mark_step"
+
+
+def test_legacy_module_paths_resolve_as_current_ones() -> None:
+    assert _resolved("import torch_xla.experimental.xla_sharding as xs", "xs.Mesh") == "torch_xla.distributed.spmd.Mesh"
+
+
+def test_shadowed_names_do_not_resolve() -> None:
+    assert _resolved("import torch_xla.core.xla_model as xm\nxm = object()", "xm.mark_step") is None
+    assert _resolved("import os", "xm.mark_step") is None
+
+
+def test_function_scope_shadowing() -> None:
+    source = """\
+    import torch_xla.core.xla_model as xm
+
+    def a(xm):
+        xm.mark_step()
+
+    def b():
+        xm.mark_step()
+    """
+    assert fix(source) == textwrap.dedent("""\
+    import torch_xla.core.xla_model as xm
+
+    def a(xm):
+        xm.mark_step()
+
+    def b():
+        pass
+    """)
+
+
+def test_templates_use_the_files_own_aliases() -> None:
+    source = """\
+    import torch.distributed as dist
+    import torch_xla.core.xla_model as xm
+
+    def f():
+        import torch as T
+        return xm.wait_device_ops()
+    """
+    assert "return T.accelerator.synchronize()" in fix(source)
+
+
+def test_deleting_keeps_the_comments_above_and_blocks_valid() -> None:
+    source = """\
+    import torch_xla.core.xla_model as xm
+
+    for i in range(3):
+        # keep me
+        xm.mark_step()
+    while True:
+        xm.mark_step()  # trailing comments go with their statement
+        # a closing comment stays
+    """
+    assert fix(source) == textwrap.dedent("""\
+
+    for i in range(3):
+        # keep me
+        pass
+    while True:
+        pass
+        # a closing comment stays
+    """)
+
+
+def test_import_goes_after_docstring_and_future_imports() -> None:
+    source = '''\
+    """Doc."""
+    from __future__ import annotations
+
+    import torch_xla.core.xla_model as xm
+
+    d = xm.xla_device()
+    '''
+    assert fix(source) == textwrap.dedent('''\
+    """Doc."""
+    from __future__ import annotations
+
+    import torch
+
+    d = torch.device("tpu")
+    ''')
+
+
+def test_argument_comments_and_formatting_survive() -> None:
+    source = """\
+    import torch_xla
+
+    f = torch_xla.compile(
+        step,  # the step
+        full_graph=True,
+    )
+    """
+    assert "torch.compile(step,  # the step\n" not in fix(source)  # arguments are reused as nodes
+    assert "step" in fix(source) and "fullgraph=True" in fix(source)
+
+
+def test_star_args_are_not_guessed() -> None:
+    source = "import torch_xla.core.xla_model as xm\nd = xm.xla_device(*args)\n"
+    result = process_source("t.py", source.encode(), ALL)
+    assert result.new_source is None
+    assert [d.fix for d in result.diagnostics if d.code == "XLA101"] == [FixClass.MANUAL]
+
+
+def test_prefilter_skips_parsing() -> None:
+    result = process_source("t.py", b"import torch\nprint(1)\n", ALL)
+    assert not result.parsed and result.lines == 2
+
+
+def test_skip_file_marker() -> None:
+    result = process_source("t.py", b"# xla2tpu: skip-file\nimport torch_xla\n", ALL)
+    assert result.diagnostics == [] and result.new_source is None
+
+
+def test_a_rule_that_raises_is_an_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xla2tpu import rewriter
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise ValueError("boom")
+
+    monkeypatch.setattr(rewriter.Rewriter, "leave_Call", boom)
+    result = process_source("t.py", b"import torch_xla.core.xla_model as xm\nxm.mark_step()\n", ALL)
+    assert result.internal_error and "please report it" in result.error
+    assert result.new_source is None
