@@ -4,14 +4,14 @@
 # build from PyPI, ~7 GB), so it lives in its own venv, never next to torch 2.13.
 #
 #   XLA2TPU_LEGACY_VENV   where to build it (default ~/.cache/xla2tpu/legacy-venv)
-#   XLA2TPU_LEGACY_PYTHON the base interpreter (default python3.11, else python3)
+#   XLA2TPU_LEGACY_BASE   the base interpreter (default python3.11, else python3)
 #
 # Idempotent: a stamp file records the exact requirement set; a venv whose stamp matches
 # and whose torch_xla imports is reused as is. Prints the venv's python path last.
 set -euo pipefail
 
 VENV="${XLA2TPU_LEGACY_VENV:-$HOME/.cache/xla2tpu/legacy-venv}"
-BASE="${XLA2TPU_LEGACY_PYTHON:-$(command -v python3.11 || command -v python3)}"
+BASE="${XLA2TPU_LEGACY_BASE:-$(command -v python3.11 || command -v python3)}"
 # Pinned: the versions the reference was read against, and a transformers that supports
 # both torch 2.9 (here) and torch 2.13 (the migrated side), so the LM fixture compares
 # like with like.

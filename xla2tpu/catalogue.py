@@ -17,7 +17,7 @@ from pathlib import Path
 
 from xla2tpu.diagnostics import FixClass
 
-KINDS = ("call", "reference", "string-arg", "env", "import")
+KINDS = ("call", "reference", "string-arg", "env", "import", "expression", "file")
 ACTIONS = ("replace", "delete", "rename", "remove-import", "transform", "none")
 _CODE_RE = re.compile(r"^XLA\d{3}$")
 
@@ -63,6 +63,11 @@ _CONDITION_KINDS = {
     "unused",  # the import binds nothing used after the fixes
     "guarded",  # the import sits in a `try:` body (an ImportError guard decides on it)
     "top-level",  # the site is at module level (not inside a def)
+    "name",  # name:A|B — the matched name (or env variable) is one of these (`prefix.*` allowed)
+    "file-matches",  # file-matches:REGEX — the file's source contains a match of REGEX
+    "store",  # the reference is assigned to (`em.eager_mode = ...`); see `assignments`
+    "with-item",  # the call is a `with` item binding no name (`with f():`, not `with f() as x:`)
+    "simple",  # simple:PARAM — PARAM is passed as a literal or a (dotted) name: safe to repeat
 }
 
 
@@ -73,6 +78,8 @@ class Case:
     message: str
     action: str  # one of ACTIONS
     template: str = ""  # for replace (an expression or statement) and rename (a dotted name)
+    # Expression rules: the `match` patterns this case is for (empty: any of the rule's).
+    forms: tuple[str, ...] = ()
 
     @property
     def fixable(self) -> bool:
@@ -102,8 +109,15 @@ class Rule:
     params: tuple[str, ...]
     cases: tuple[Case, ...]
     sites: tuple[Site, ...] = ()
-    # Regex a string value must fully match for string-arg / env rules (None: any).
+    # Regex a string value must fully match for string-arg rules; for file rules, a regex
+    # searched in the file's code (comments and docstrings left out). None: any.
     pattern: re.Pattern[str] | None = None
+    # Conditions the whole rule needs: when one fails, the site is not reported at all.
+    when: tuple[Condition, ...] = ()
+    # Reference rules: also rewrite the name where it is assigned to (settable attributes).
+    assignments: bool = False
+    # File rules: codes (or prefixes) switched off for a file the rule fires on.
+    disable: tuple[str, ...] = ()
 
     @property
     def fix_classes(self) -> set[FixClass]:
@@ -189,6 +203,7 @@ def _rule(raw: dict, area: str) -> Rule:
             message=case.get("message", default_message),
             action=case.get("action", _implied_action(case)),
             template=case.get("replace", case.get("rename", case.get("transform", ""))),
+            forms=tuple(case.get("match", ())),
         )
         for case in raw.get("case", [{}])
     )
@@ -202,6 +217,7 @@ def _rule(raw: dict, area: str) -> Rule:
         for site in raw.get("site", [])
     )
     ref = raw.get("ref", [])
+    match = raw.get("match") or [form for case in cases for form in case.forms]
     return Rule(
         code=raw["code"],
         name=raw["name"],
@@ -210,11 +226,14 @@ def _rule(raw: dict, area: str) -> Rule:
         summary=raw["summary"],
         docs=raw["docs"].strip(),
         ref=tuple([ref] if isinstance(ref, str) else ref),
-        match=tuple(raw.get("match", ())),
+        match=tuple(dict.fromkeys(match)),
         params=tuple(raw.get("params", ())),
         cases=cases,
         sites=sites,
         pattern=re.compile(raw["pattern"]) if "pattern" in raw else None,
+        when=tuple(Condition.parse(c) for c in raw.get("when", [])),
+        assignments=raw.get("assignments", False),
+        disable=tuple(raw.get("disable", ())),
     )
 
 
@@ -229,7 +248,7 @@ def _validate(catalogue: Catalogue) -> None:
         seen.add(rule.code)
         if rule.kind not in KINDS:
             raise CatalogueError(f"{where}: unknown kind {rule.kind!r}")
-        if not rule.cases or rule.cases[-1].when:
+        if not rule.cases or rule.cases[-1].when or rule.cases[-1].forms:
             raise CatalogueError(f"{where}: the last case must have no conditions (catch-all)")
         for case in rule.cases:
             if case.action not in ACTIONS:
@@ -241,9 +260,14 @@ def _validate(catalogue: Catalogue) -> None:
             if case.fix is not FixClass.MANUAL and case.action == "none":
                 raise CatalogueError(f"{where}: a {case.fix.value} case needs an action")
             for condition in case.when:
-                if condition.kind.removeprefix("not-") in ("absent", "present", "literal", "falsy") and condition.arg not in rule.params:
+                if condition.kind.removeprefix("not-") in ("absent", "present", "literal", "falsy", "simple") and condition.arg not in rule.params:
                     raise CatalogueError(f"{where}: condition on unknown parameter {condition.arg!r}")
         if rule.kind == "string-arg" and not rule.sites:
             raise CatalogueError(f"{where}: a string-arg rule needs sites")
-        if rule.kind in ("call", "reference", "import", "env") and not rule.match:
+        if rule.kind in ("call", "reference", "import", "env", "expression") and not rule.match:
             raise CatalogueError(f"{where}: needs `match`")
+        if rule.kind == "file" and (rule.pattern is None or not rule.disable):
+            raise CatalogueError(f"{where}: a file rule needs `pattern` and `disable`")
+        for case in rule.cases:
+            if set(case.forms) - set(rule.match):
+                raise CatalogueError(f"{where}: a case matches a form the rule does not list")

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
-from xla2tpu import __version__, catalogue as catalogue_mod, config as config_mod, engine
+from xla2tpu import __version__, catalogue as catalogue_mod, config as config_mod
+from xla2tpu.cache import DEFAULT_DIR, Cache
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.config import Config, ConfigError
 from xla2tpu.diagnostics import FileResult
-from xla2tpu.docs import render_rule
-from xla2tpu.report import text
-from xla2tpu.workflow import Outcome, run, settings_for, write_back
+from xla2tpu.report import progress, text
+from xla2tpu.shard import Shard, ShardError
+from xla2tpu.workflow import Outcome, process, run, settings_for, write_back
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+FORMATS = ("text", "concise", "json", "sarif", "github")
+MACHINE_FORMATS = ("json", "sarif", "github")
 
 
 def _codes(value: str | None) -> list[str]:
@@ -39,20 +44,38 @@ def _options(command: Callable) -> Callable:
         click.option("--unsafe-fixes", is_flag=True, help="Also apply (or count) fixes that may change behaviour."),
         click.option("--stdin-filename", help="The file name to report for source read from `-`."),
         click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: all cores)."),
+        click.option("--output-format", type=click.Choice(FORMATS), default="text", show_default=True, help="How findings are printed: text, concise (one plain line each), json, sarif (2.1.0, for code scanning) or github (Actions annotations)."),
+        click.option("--output-file", type=click.Path(path_type=Path, dir_okay=False), help="Write the findings there instead of standard output."),
+        click.option("--statistics", is_flag=True, help="Print how many findings each rule has (and how many are fixable) instead of each finding."),
+        click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings or unreadable files (2 still means xla2tpu itself failed)."),
+        click.option("--no-cache", is_flag=True, help="Read and analyse every file, ignoring and not updating the cache."),
+        click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), help=f"Where results are cached (default: {DEFAULT_DIR} in the project root)."),
+        click.option("--shard", help="K/N: process only this deterministic share of the files (by a hash of each path), for a CI matrix."),
     ]
     for decorator in reversed(decorators):
         command = decorator(command)
     return command
 
 
-def _configure(options: dict) -> tuple[Config, Catalogue]:
-    catalogue = catalogue_mod.load()
+def _cache(options: dict, config: Config) -> Cache | None:
+    if options["no_cache"] or [str(p) for p in options["paths"]] == ["-"]:
+        return None
+    if options["cache_dir"] is not None:
+        return Cache(options["cache_dir"])
+    if config.cache_dir is not None:
+        return Cache(config.root / config.cache_dir)
+    return Cache(config.root / DEFAULT_DIR)
+
+
+def _configure(options: dict) -> tuple[Config, Catalogue, Cache | None]:
     explicit = options["config_path"]
     if explicit is not None:
         config = config_mod.load(explicit, explicit=True)
     else:
         paths = [p for p in options["paths"] if str(p) != "-"]
         config = config_mod.load(config_mod.find_pyproject(paths[0] if paths else Path.cwd()))
+    cache = _cache(options, config)
+    catalogue = cache.catalogue() if cache is not None else catalogue_mod.load()
     if options["select"]:
         config.select = _codes(options["select"])
     config.extend_select += _codes(options["extend_select"])
@@ -64,7 +87,7 @@ def _configure(options: dict) -> tuple[Config, Catalogue]:
     if options["target"]:
         config.target = options["target"]
     config.validate_codes(catalogue)
-    return config, catalogue
+    return config, catalogue, cache
 
 
 def _fail(message: str) -> None:
@@ -75,9 +98,12 @@ def _fail(message: str) -> None:
 def _process(options: dict) -> tuple[Outcome, Config, Catalogue, bytes | None]:
     """Run the engine over the paths (or stdin). The stdin bytes come back for `fix -`."""
     try:
-        config, catalogue = _configure(options)
-    except ConfigError as exc:
+        config, catalogue, cache = _configure(options)
+        shard = Shard.parse(options["shard"]) if options["shard"] else None
+    except (ConfigError, ShardError) as exc:
         _fail(str(exc))
+    if options["statistics"] and options["output_format"] not in ("text", "concise", "json"):
+        _fail("--statistics works with --output-format text, concise or json")
     settings = settings_for(config, catalogue, options["unsafe_fixes"])
     paths = list(options["paths"]) or [Path(".")]
     if [str(p) for p in paths] == ["-"]:
@@ -86,26 +112,77 @@ def _process(options: dict) -> tuple[Outcome, Config, Catalogue, bytes | None]:
         if options["stdin_filename"]:
             selected = config.selected_for(catalogue, Path(name), settings.selected)
             settings = settings.__class__(selected, settings.apply, settings.target)
-        result = engine.process_source(name, data, settings)
+        result = process(name, data, settings)
         outcome = Outcome(results=[result], files=1, lines=result.lines, parsed=int(result.parsed))
         return outcome, config, catalogue, data
     if any(str(p) == "-" for p in paths):
         _fail("`-` (standard input) cannot be combined with other paths")
-    return run(paths, config, catalogue, settings, options["jobs"]), config, catalogue, None
+    with progress.bar(progress.wanted(options["output_format"] in MACHINE_FORMATS)) as bar:
+        outcome = run(paths, config, catalogue, settings, options["jobs"], cache, shard, bar)
+    return outcome, config, catalogue, None
 
 
-def _print_errors(outcome: Outcome) -> None:
-    for result in outcome.results:
-        if result.error:
-            click.echo(text.problem(result.path, result.error), err=True)
-
-
-def _exit_code(outcome: Outcome, findings: bool) -> int:
+def _exit_code(outcome: Outcome, findings: bool, options: dict) -> int:
     if outcome.internal_errors:
         return EXIT_ERROR
-    if findings or outcome.input_errors:
+    if (findings or outcome.input_errors) and not options["exit_zero"]:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+@contextmanager
+def _sink(options: dict, stdout_taken: bool) -> Iterator[tuple[Callable[[str], None], Callable[[str], None]]]:
+    """(report, problems): where findings and file errors go.
+
+    Findings go to --output-file, else standard output, else (when standard output
+    carries a diff or fixed source) standard error. Text-format file errors go to
+    standard error, as before; every other format keeps them in the report.
+    """
+    if options["output_file"] is not None:
+        try:
+            handle = options["output_file"].open("w", encoding="utf-8")
+        except OSError as exc:
+            _fail(f"{options['output_file']}: cannot write: {exc.strerror or exc}")
+        with handle:
+            yield (lambda line: click.echo(line, file=handle, color=False)), (lambda line: click.echo(line, file=handle, color=False))
+        return
+    report = _to_stderr if stdout_taken else click.echo
+    problems = _to_stderr if options["output_format"] == "text" else report
+    yield report, problems
+
+
+def _emit(results: list[FileResult], catalogue: Catalogue, config: Config, options: dict, report: Callable[[str], None], problems: Callable[[str], None]) -> bool:
+    """Print findings (or statistics) in the chosen format; True when it was a text format."""
+    from xla2tpu.report import github, json as json_report, sarif, statistics  # each run needs one
+
+    fmt = options["output_format"]
+    diagnostics = [d for r in results for d in r.diagnostics]
+    if options["statistics"]:
+        table = statistics.rows(diagnostics, catalogue)
+        if fmt == "json":
+            report(json_report.render(results, [row.as_dict() for row in table]).rstrip("\n"))
+            return False
+        for line in statistics.lines(table):
+            report(line)
+    elif fmt == "json":
+        report(json_report.render(results).rstrip("\n"))
+        return False
+    elif fmt == "sarif":
+        report(sarif.render(results, catalogue, config.root).rstrip("\n"))
+        return False
+    elif fmt == "github":
+        for line in github.lines(results):
+            report(line)
+        return False
+    else:
+        show = text.finding if fmt == "text" else text.concise
+        for result in results:
+            for diagnostic in result.diagnostics:
+                report(show(result.path, diagnostic))
+    for result in results:
+        if result.error:
+            problems(text.problem(result.path, result.error) if fmt == "text" else f"{result.path}: error: {result.error}")
+    return fmt == "text"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -118,24 +195,25 @@ def main() -> None:
 @_options
 def check(**options: object) -> None:
     """Report torch_xla idioms. Exit 0 when clean, 1 with findings, 2 on errors."""
-    outcome, *_ = _process(options)
-    for result in outcome.results:
-        for diagnostic in result.diagnostics:
-            click.echo(text.finding(result.path, diagnostic))
-    _print_errors(outcome)
-    errors = sum(1 for r in outcome.results if r.error)
-    for line in text.check_summary(outcome.diagnostics, bool(options["unsafe_fixes"]), errors):
-        click.echo(line)
-    sys.exit(_exit_code(outcome, any(True for _ in outcome.diagnostics)))
+    outcome, config, catalogue, _ = _process(options)
+    with _sink(options, stdout_taken=False) as (report, problems):
+        if _emit(outcome.results, catalogue, config, options, report, problems):
+            errors = sum(1 for r in outcome.results if r.error)
+            for line in text.check_summary(outcome.diagnostics, bool(options["unsafe_fixes"]), errors):
+                report(line)
+    sys.exit(_exit_code(outcome, any(True for _ in outcome.diagnostics), options))
 
 
 @main.command()
 @_options
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes and write nothing (exit 1 if anything would change).")
-def fix(diff: bool, **options: object) -> None:
+@click.option("--report", "report_path", type=click.Path(path_type=Path, dir_okay=False), help="Also write a Markdown migration report there: what was rewritten, what needs a human.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when any file was fixed, even if nothing remains.")
+def fix(diff: bool, report_path: Path | None, exit_non_zero_on_fix: bool, **options: object) -> None:
     """Apply safe fixes in place (unsafe ones too with --unsafe-fixes)."""
-    outcome, _config, _catalogue, stdin_data = _process(options)
+    outcome, config, catalogue, stdin_data = _process(options)
     fixed = changed = 0
+    written: set[str] = set()
     for result in outcome.results:
         if result.new_source is None:
             continue
@@ -147,20 +225,41 @@ def fix(diff: bool, **options: object) -> None:
                 result.error, result.new_source = problem, None
                 continue
         changed += 1
+        written.add(result.path)
         fixed += sum(1 for d in result.diagnostics if d.fixed)
     if stdin_data is not None and not diff:
         result = outcome.results[0]
         sys.stdout.buffer.write(result.new_source if result.new_source is not None else stdin_data)
         sys.stdout.flush()
-    remaining = [(r.path, d) for r in outcome.results for d in r.diagnostics if not d.fixed or r.new_source is None]
-    report = click.echo if (not diff and stdin_data is None) else _to_stderr
-    for path, diagnostic in remaining:
-        report(text.finding(path, diagnostic))
-    _print_errors(outcome)
-    report(text.fix_summary(fixed, changed, len(remaining), dry_run=diff))
-    for line in text.errors_summary(sum(1 for r in outcome.results if r.error)):
-        report(line)
-    sys.exit(_exit_code(outcome, bool(remaining) or (diff and changed > 0)))
+    if report_path is not None:
+        from xla2tpu.report import migration
+
+        _write_report(report_path, migration.render(outcome.results, outcome.files, written, catalogue, dry_run=diff))
+    # What is still there after this run: a fix counts only where its file was written.
+    after = [_as_applied(r, r.path in written) for r in outcome.results]
+    remaining = [d for r in after for d in r.diagnostics if not d.fixed]
+    text_format = options["output_format"] in ("text", "concise") and not options["statistics"]
+    shown = [dataclasses.replace(r, diagnostics=[d for d in r.diagnostics if not d.fixed]) for r in after] if text_format else after
+    with _sink(options, stdout_taken=diff or stdin_data is not None) as (report, problems):
+        if _emit(shown, catalogue, config, options, report, problems):
+            report(text.fix_summary(fixed, changed, len(remaining), dry_run=diff))
+            for line in text.errors_summary(sum(1 for r in outcome.results if r.error)):
+                report(line)
+    findings = bool(remaining) or (diff and changed > 0) or (exit_non_zero_on_fix and changed > 0)
+    sys.exit(_exit_code(outcome, findings, options))
+
+
+def _as_applied(result: FileResult, written: bool) -> FileResult:
+    if written or not any(d.fixed for d in result.diagnostics):
+        return result
+    return dataclasses.replace(result, diagnostics=[dataclasses.replace(d, fixed=False) for d in result.diagnostics])
+
+
+def _write_report(path: Path, markdown: str) -> None:
+    try:
+        path.write_text(markdown, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"{path}: cannot write the report: {exc.strerror or exc}")
 
 
 def _to_stderr(line: str) -> None:
@@ -199,4 +298,15 @@ def explain(code: str) -> None:
     rule = catalogue.by_code.get(code.upper())
     if rule is None:
         _fail(f"unknown rule code {code!r} (see `xla2tpu rules`)")
+    from xla2tpu.docs import render_rule
+
     click.echo(render_rule(rule))
+
+
+def _register_verify() -> None:
+    from xla2tpu.verify.cli import verify_command
+
+    main.add_command(verify_command)
+
+
+_register_verify()

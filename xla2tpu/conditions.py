@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-from xla2tpu.catalogue import Case, Condition
+from xla2tpu.catalogue import Case, Condition, Rule
+from xla2tpu.resolve import dotted_name, matches_any
 
 _MISSING = object()
 
@@ -26,6 +29,10 @@ class Site:
     unused: bool = False
     guarded: bool = False
     top_level: bool = False
+    name: str = ""  # the qualified name (or environment variable) the rule matched
+    store: bool = False  # the matched reference is an assignment target
+    form: str = ""  # for expression rules: the `match` pattern the site matched
+    with_item: bool = False  # the call is a `with` item that binds no name
 
 
 def bind(
@@ -80,7 +87,7 @@ def _holds(condition: Condition, site: Site) -> bool:
     kind = condition.kind
     negate = kind.startswith("not-")
     base = kind[4:] if negate else kind
-    if base in ("absent", "present", "literal", "falsy") and site.args is None:
+    if base in ("absent", "present", "literal", "falsy", "simple") and site.args is None:
         return False  # unknown binding: no argument condition can be trusted either way
     if base == "absent":
         result = condition.arg not in site.args  # type: ignore[operator]
@@ -106,17 +113,40 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = site.guarded
     elif base == "top-level":
         result = site.top_level
+    elif base == "name":
+        result = matches_any(site.name, condition.arg.split("|"))
+    elif base == "file-matches":
+        result = _regex(condition.arg).search(site.source) is not None
+    elif base == "store":
+        result = site.store
+    elif base == "with-item":
+        result = site.with_item
+    elif base == "simple":
+        node = site.args.get(condition.arg)  # type: ignore[union-attr]
+        result = node is not None and (dotted_name(node) is not None or literal(node) is not _MISSING)
     else:  # pragma: no cover - the catalogue validates condition kinds
         raise ValueError(kind)
     return result != negate
 
 
+@functools.lru_cache(maxsize=256)
+def _regex(text: str) -> re.Pattern[str]:
+    return re.compile(text, re.MULTILINE)
+
+
 def choose(cases: Sequence[Case], site: Site) -> Case:
     """The first case whose conditions all hold; the catalogue guarantees a catch-all last."""
     for case in cases:
+        if case.forms and site.form not in case.forms:
+            continue
         if all(_holds(condition, site) for condition in case.when):
             return case
     return cases[-1]
+
+
+def applies(rule: Rule, site: Site) -> bool:
+    """Whether the rule's own `when` holds here; when it does not, the site is not a finding."""
+    return all(_holds(condition, site) for condition in rule.when)
 
 
 def literal_text(node: cst.BaseExpression) -> str | None:

@@ -13,7 +13,7 @@ from xla2tpu.files import DEFAULT_EXCLUDE
 
 TARGETS = ("eager", "compile")
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-KEYS = (*_LIST_KEYS, "per-file-ignores", "target")
+KEYS = (*_LIST_KEYS, "per-file-ignores", "target", "cache-dir")
 
 
 class ConfigError(Exception):
@@ -31,6 +31,7 @@ class Config:
     extend_exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     target: str = "eager"
+    cache_dir: str | None = None  # relative to `root`
 
     def selected(self, catalogue: Catalogue) -> frozenset[str]:
         return catalogue.select([*self.select, *self.extend_select], self.ignore)
@@ -121,4 +122,8 @@ def from_table(table: dict, source: Path) -> Config:
             if value not in TARGETS:
                 raise ConfigError(f"{where}: 'target' must be one of {', '.join(TARGETS)}, not {value!r}")
             config.target = value
+        elif key == "cache-dir":
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{where}: 'cache-dir' must be a folder path (a string)")
+            config.cache_dir = value
     return config

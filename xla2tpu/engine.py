@@ -31,7 +31,7 @@ from xla2tpu.rewriter import FileContext, Rewriter, Settings
 # `tests/test_catalogue.py` checks that every name and string a rule matches contains one.
 PREFILTER = re.compile(
     rb"torch_xla|optimum|openxla|PJRT_|XRT_|XLA_|_XLA|[\"']xla\b|torch[._]tpu|_tpu|TPU_|\.TPU\b|[\"']tpu"
-    rb"|\.tpu\(|_NUM_DEVICES|TORCH_DEVICE_BACKEND_AUTOLOAD|ALLREDUCE_GRADIENTS"
+    rb"|torch-xla|torchax|XLA[A-Z]|TPU[A-Z]|\.tpu\(|\.XLA\b|_NUM_DEVICES|TORCH_DEVICE_BACKEND_AUTOLOAD|ALLREDUCE_GRADIENTS"
 )
 
 # Below this many candidate files a pool costs more to start than it saves.
@@ -62,6 +62,10 @@ def process_source(path: str, data: bytes, settings: Settings) -> FileResult:
     result.parsed = True
     try:
         _rewrite(result, module, decoded, settings)
+    except _InputSyntaxError as exc:
+        result.diagnostics.clear()
+        line, col = exc.error.lineno or 0, exc.error.offset or 0
+        result.error = f"syntax error at {line}:{col}: {exc.error.msg}{_hint(decoded.text, line)}"
     except RecursionError:
         result.diagnostics.clear()
         result.error = "cannot analyse: the code nests too deeply"
@@ -77,6 +81,14 @@ def process_source(path: str, data: bytes, settings: Settings) -> FileResult:
 # notebook cells exported with their shell and magic lines are common in legacy TPU code.
 _PYTHON2 = re.compile(r"^\s*(print\s+[^\s(=.,;)\]}]|exec\s+[\"']|except\s+[\w.]+\s*,\s*\w+\s*:)|`")
 _NOTEBOOK = re.compile(r"^\s*[!%]")
+
+
+class _InputSyntaxError(Exception):
+    """The input is not valid for this Python, though LibCST's wider grammar parsed it."""
+
+    def __init__(self, error: SyntaxError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _hint(text: str, line: int) -> str:
@@ -123,6 +135,10 @@ def _rewrite(result: FileResult, module: cst.Module, decoded: Decoded, settings:
         try:
             ast.parse(code)
         except SyntaxError as exc:  # never write a file that no longer parses
+            try:
+                ast.parse(decoded.text)
+            except SyntaxError as original:  # LibCST accepted what this Python rejects
+                raise _InputSyntaxError(original) from None
             raise AssertionError(f"the rewrite does not parse: {exc}") from exc
         result.new_source = decoded.encode(code)
     result.encoding = decoded.encoding

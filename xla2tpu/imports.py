@@ -9,7 +9,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from xla2tpu.conditions import Site, choose
+from xla2tpu.conditions import Site, applies, choose
 from xla2tpu.resolve import Canonicaliser, dotted_name
 from xla2tpu.rewriter import FileContext, StatementPruner
 
@@ -120,6 +120,8 @@ class ImportHygiene(StatementPruner):
                 guarded=bool(self._tries),
                 top_level=self._depth == 0,
             )
+            if not applies(rule, site):
+                continue
             case = choose(rule.cases, site)
             applied = self.ctx.report(rule, case, where, case.fixable, qualname)
             if applied and case.action == "remove-import":
@@ -179,5 +181,15 @@ def add_imports(module: cst.Module, roots: set[str]) -> cst.Module:
         # The comments above the import block stay above it.
         new[0] = new[0].with_changes(leading_lines=body[position].leading_lines)
         body[position] = body[position].with_changes(leading_lines=[])
+    elif position < len(body):
+        # A new import block: spaced like the statement it precedes, and set off from it.
+        following = body[position]
+        lines = list(following.leading_lines)
+        blanks = 0
+        while blanks < len(lines) and lines[blanks].comment is None:
+            blanks += 1
+        new[0] = new[0].with_changes(leading_lines=lines[:blanks] if position else [])
+        if position and not blanks:
+            body[position] = following.with_changes(leading_lines=[cst.EmptyLine(), *lines])
     body[position:position] = new
     return module.with_changes(body=body)

@@ -1,7 +1,8 @@
 """The one pass over a module that finds every rule site, reports it and applies its fix.
 
 Sites: calls (`xm.mark_step()`), references (`torch_xla._XLAC.x`), string arguments
-(`.to("xla")`), environment variable reads and writes (`os.environ["PJRT_DEVICE"]`).
+(`.to("xla")`), environment variable reads and writes (`os.environ["PJRT_DEVICE"]`) and
+expression patterns (`device.type == "xla"`).
 Imports are handled after this pass, by `imports.py`, once the remaining uses are known.
 """
 
@@ -13,9 +14,9 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import CodeRange, PositionProvider
 
-from xla2tpu import templates
+from xla2tpu import patterns, templates
 from xla2tpu.catalogue import Case, Rule
-from xla2tpu.conditions import Site, bind, choose, literal_text
+from xla2tpu.conditions import Site, applies, bind, choose, literal_text
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.index import RuleIndex
 from xla2tpu.noqa import Suppressions
@@ -24,7 +25,7 @@ from xla2tpu.statements import pass_statement, prune, prune_small
 from xla2tpu.transforms import REGISTRY as TRANSFORMS
 from xla2tpu.transforms import CallSite, Rewrite
 
-# Environment APIs: qualified callee -> (is a write, index of the variable-name argument).
+# Environment APIs whose first argument names a variable: qualified callee -> is a write.
 _ENV_CALLS = {
     "os.environ.setdefault": True,
     "os.putenv": True,
@@ -33,6 +34,9 @@ _ENV_CALLS = {
     "os.environ.get": False,
     "os.getenv": False,
 }
+# torch_xla's own environment readers: the read is reported, and their call rules still run.
+_ENV_READERS = ("torch_xla.utils.utils.getenv_as", "torch_xla.utils.utils.check_env_flag")
+_ENV_UPDATE = "os.environ.update"
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,11 @@ class Rewriter(StatementPruner):
         # Transforms: updated call -> statements replacing its line; original node -> later edit.
         self._new_statements: dict[int, tuple[cst.CSTNode, list[cst.BaseStatement]]] = {}
         self._later: dict[int, list[Callable[[cst.CSTNode], cst.CSTNode]]] = {}
+        # Expression rules: original node -> (pattern, rule); nodes a matched pattern covers.
+        self._expressions: dict[int, tuple[patterns.Pattern, Rule]] = {}
+        self._claimed: set[int] = set()
+        # Node types some pattern is rooted at: a cheap test before computing keys.
+        self._pattern_roots = {key[0] for key in self.index.expressions}
 
     # ------------------------------------------------------------------ bookkeeping
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -174,10 +183,14 @@ class Rewriter(StatementPruner):
         scope = self.ctx.resolver.scope_of.get(id(node))
         if scope is not None:
             self._scopes.append(scope)
+        if type(node).__name__ in self._pattern_roots and id(node) not in self._claimed:
+            self._claim_expression(node)
         return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[override]
         result = super().on_leave(original_node, updated_node)
+        if id(original_node) in self._expressions:
+            result = self._expression(original_node, result)
         for edit in self._later.pop(id(original_node), ()):
             result = edit(result)
         self._parents.pop()
@@ -194,6 +207,10 @@ class Rewriter(StatementPruner):
 
     def _where(self, node: cst.CSTNode) -> CodeRange:
         return self.get_metadata(PositionProvider, node)
+
+    def _choose(self, rule: Rule, site: Site) -> Case | None:
+        """The case that decides this site, or None when the rule's own `when` rules it out."""
+        return choose(rule.cases, site) if applies(rule, site) else None
 
     def _site(self, **fields: object) -> Site:
         return Site(
@@ -272,9 +289,7 @@ class Rewriter(StatementPruner):
         return self._reference(original_node, updated_node)
 
     def _reference(self, original: cst.Name | cst.Attribute, updated: cst.BaseExpression) -> cst.BaseExpression:
-        # Assigning to a name (`xm = None`, `xm.optimizer_step = f`) is not a use of the API:
-        # monkey-patches and fallbacks are left exactly as they are.
-        if id(original) in self._skip or id(original) in self._owned or id(original) in self._store:
+        if id(original) in self._skip or id(original) in self._owned or id(original) in self._claimed:
             return updated
         qualname = resolve(self.scope, original)
         if qualname is None:
@@ -282,24 +297,71 @@ class Rewriter(StatementPruner):
         rule = self.index.references.find(qualname)
         if rule is None:
             return updated
-        case = choose(rule.cases, self._site())
-        applied = self.ctx.report(rule, case, self._where(original), case.fixable, self._source(case, original))
-        if not applied or case.action != "rename":
+        # Assigning to a name (`xm = None`, `xm.optimizer_step = f`) is not a use of the API:
+        # monkey-patches and fallbacks are left exactly as they are, unless the rule is about
+        # a settable attribute (`assignments = true`).
+        store = id(original) in self._store
+        if store and not rule.assignments:
             return updated
-        spelling, needed = self.ctx.spell(self.scope)(case.template)
+        case = self._choose(rule, self._site(name=qualname, store=store))
+        if case is None:
+            return updated
+        applied = self.ctx.report(rule, case, self._where(original), case.fixable, self._source(case, original))
+        if not applied or case.action not in ("rename", "replace"):
+            return updated
+        if case.action == "replace":
+            # `{name}`: the referenced attribute's own name, as a string literal.
+            name = cst.SimpleString(f'"{qualname.rsplit(".", 1)[-1]}"')
+            return self._render(case, self._site(args={"name": name}), updated)
+        spelling, needed = self.ctx.spell(self.scope)(case.template + _tail(rule, qualname))
         if needed:
             self.ctx.imports_needed.add(needed)
         node = cst.parse_expression(spelling)
         return node.with_changes(lpar=updated.lpar, rpar=updated.rpar)
 
+    # ------------------------------------------------------------------ expression patterns
+    def _claim_expression(self, node: cst.CSTNode) -> None:
+        for key in patterns.candidate_keys(node):
+            for pattern, rule in self.index.expressions.get(key, ()):
+                found = patterns.match(pattern, node, lambda n: resolve(self.scope, n))
+                if found is None or not applies(rule, self._site(form=pattern.text, store=id(node) in self._store)):
+                    continue
+                self._expressions[id(node)] = (pattern, rule)
+                # The pattern's own names and calls belong to this rule, not to call/reference rules.
+                self._claimed.update(id(claimed) for claimed in found.claimed)
+                return
+
+    def _expression(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
+        pattern, rule = self._expressions.pop(id(original))
+        # Slots are bound from the updated node: rewrites inside them are kept.
+        found = patterns.match(pattern, updated, lambda n: resolve(self.scope, n))
+        site = self._site(
+            args=found.slots if found is not None else None,
+            form=pattern.text,
+            store=id(original) in self._store,
+            statement=isinstance(self._parent(), cst.Expr),
+        )
+        case = choose(rule.cases, site)
+        fixable = case.fixable and self._can_fix(case, site)
+        if not self.ctx.report(rule, case, self._where(original), fixable, self._source(case, original)):
+            return updated
+        assert isinstance(updated, cst.BaseExpression)
+        return self._render(case, site, updated)
+
     # ------------------------------------------------------------------ calls
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if id(original_node) in self._claimed:
+            return updated_node
         updated_node = self._string_args(original_node, updated_node)
         qualname = resolve(self.scope, original_node.func)
         if qualname is None:
             return updated_node
         if qualname in _ENV_CALLS:
             return self._env_call(qualname, original_node, updated_node)
+        if qualname == _ENV_UPDATE:
+            return self._env_update(original_node, updated_node)
+        if qualname in _ENV_READERS:
+            self._env_call(qualname, original_node, updated_node)
         rule = self.index.calls.find(qualname)
         if rule is None:
             return updated_node
@@ -309,34 +371,60 @@ class Rewriter(StatementPruner):
             args=binding[0] if binding else None,
             star_args=binding[1] if binding else {},
             statement=statement,
+            name=qualname,
+            with_item=isinstance(self._parent(), cst.WithItem) and self._parent().asname is None,  # type: ignore[union-attr]
         )
-        case = choose(rule.cases, site)
+        case = self._choose(rule, site)
+        if case is None:
+            return updated_node
+        # Transforms and statement templates build a Rewrite; other actions edit in place.
+        structural = case.action == "transform" or (case.action == "replace" and templates.is_statement(case.template))
         rewrite = None
-        if case.action == "transform" and case.fixable:
-            rewrite = self._transform(case, site, original_node, updated_node)
-        fixable = case.fixable and (rewrite is not None if case.action == "transform" else self._can_fix(case, site))
+        if structural and case.fixable:
+            rewrite = (
+                self._transform(case, site, original_node, updated_node)
+                if case.action == "transform"
+                else self._statement_rewrite(case, site, original_node)
+            )
+        fixable = case.fixable and (rewrite is not None if structural else self._can_fix(case, site))
         applied = self.ctx.report(rule, case, self._where(original_node), fixable, self._source(case, original_node))
         if not applied:
             return updated_node
         if case.action == "delete":
             self.doom(updated_node)
             return updated_node
-        if case.action == "transform":
-            return self._apply_rewrite(rewrite, updated_node)  # type: ignore[arg-type]
+        if rewrite is not None:
+            return self._apply_rewrite(rewrite, updated_node)
         return self._render(case, site, updated_node)
 
-    def _transform(self, case: Case, site: Site, original: cst.Call, updated: cst.Call) -> Rewrite | None:
-        if site.args is None:
-            return None
+    def _whole_statement(self, original: cst.Call) -> cst.Expr | cst.Assign | None:
+        """The `x = call(...)` / `call(...)` statement that is the call's whole line, if it is."""
         parent, grandparent = self._parent(2), self._parent(3)
-        statement = None
         if (
             isinstance(parent, (cst.Expr, cst.Assign))
             and parent.value is original
             and isinstance(grandparent, cst.SimpleStatementLine)
             and len(grandparent.body) == 1
         ):
-            statement = parent
+            return parent
+        return None
+
+    def _statement_rewrite(self, case: Case, site: Site, original: cst.Call) -> Rewrite | None:
+        """A template that is a statement (`t[:] = f(t)`) replaces the call's own statement line."""
+        if site.args is None or not templates.required(case.template) <= set(site.args):
+            return None
+        if not isinstance(self._whole_statement(original), cst.Expr):
+            return None
+        rendered = templates.render(
+            case.template, site.args, site.star_args, self.ctx.spell(self.scope), statement=True
+        )
+        assert isinstance(rendered.node, cst.BaseStatement)
+        return Rewrite(statements=[rendered.node], imports=rendered.imports)
+
+    def _transform(self, case: Case, site: Site, original: cst.Call, updated: cst.Call) -> Rewrite | None:
+        if site.args is None:
+            return None
+        statement = self._whole_statement(original)
         call_site = CallSite(
             call=updated,
             original=original,
@@ -430,9 +518,11 @@ class Rewriter(StatementPruner):
                     callee = resolve(self.scope, original.func) or ""
                 if not any(_site_hit(site, callee, method, position, arg) for site in rule.sites):
                     continue
-                case = choose(rule.cases, self._site(value=text))
+                case = self._choose(rule, self._site(value=text, name=callee))
+                if case is None:
+                    continue
                 where = self._where(original.args[position].value)
-                if self.ctx.report(rule, case, where, case.fixable):
+                if self.ctx.report(rule, case, where, case.fixable, self._source(case, arg.value)):
                     changed[position] = arg.with_changes(value=_retext(arg.value, case.template))
                 break
         if not changed:
@@ -447,17 +537,65 @@ class Rewriter(StatementPruner):
         rule = self.index.env.get(variable) if variable else None
         if rule is None:
             return updated
-        write = _ENV_CALLS[qualname]
+        write = _ENV_CALLS.get(qualname, False)
         value = literal_text(updated.args[1].value) if write and len(updated.args) > 1 else None
         statement = isinstance(self._parent(), cst.Expr)
-        case = self._env_case(rule, write, value, statement)
+        case = self._env_case(rule, variable, write, value, statement)  # type: ignore[arg-type]
+        if case is None:
+            return updated
         fixable = case.fixable and (case.action != "delete" or statement)
         if self.ctx.report(rule, case, self._where(original), fixable, self._source(case, original)):
             self.doom(updated)
         return updated
 
-    def _env_case(self, rule: Rule, write: bool, value: str | None, statement: bool) -> Case:
-        site = self._site(value=value, statement=statement)
+    def _env_update(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """`os.environ.update({"A": "1", ...})` / `update(A="1")`: each variable is a write of its own.
+
+        A deleted variable leaves the dict (or the keyword list); when none is left, the
+        statement goes too.
+        """
+        entries: list[tuple[str | None, cst.BaseExpression, cst.CSTNode]] = []  # (variable, value, element)
+        literal_dict = len(updated.args) == 1 and not updated.args[0].keyword and isinstance(updated.args[0].value, cst.Dict)
+        if literal_dict:
+            dictionary = updated.args[0].value
+            assert isinstance(dictionary, cst.Dict)
+            originals = original.args[0].value.elements  # type: ignore[attr-defined]
+            for element, first in zip(dictionary.elements, originals):
+                if isinstance(element, cst.DictElement):
+                    entries.append((literal_text(element.key), element.value, first))
+        else:
+            entries = [(arg.keyword.value, arg.value, orig) for arg, orig in zip(updated.args, original.args) if arg.keyword]
+        statement = isinstance(self._parent(), cst.Expr)
+        removed: set[int] = set()
+        for position, (variable, value, where) in enumerate(entries):
+            rule = self.index.env.get(variable) if variable else None
+            case = self._env_case(rule, variable, True, literal_text(value), True) if rule else None  # type: ignore[arg-type]
+            if rule is None or case is None:
+                continue
+            if self.ctx.report(rule, case, self._where(where), case.fixable, self._source(case, where)) and case.action == "delete":
+                removed.add(position)
+        if not removed:
+            return updated
+        if len(removed) == len(entries) and statement and (literal_dict or len(entries) == len(updated.args)):
+            self.doom(updated)
+            return updated
+        if literal_dict:
+            dictionary = updated.args[0].value
+            kept = [e for i, e in enumerate(dictionary.elements) if i not in removed]  # type: ignore[attr-defined]
+            if kept:
+                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(args=[updated.args[0].with_changes(value=dictionary.with_changes(elements=kept))])
+        keyword_positions = [i for i, arg in enumerate(updated.args) if arg.keyword]
+        gone = {keyword_positions[i] for i in removed}
+        args = [arg for i, arg in enumerate(updated.args) if i not in gone]
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(args=args)
+
+    def _env_case(self, rule: Rule, variable: str, write: bool, value: str | None, statement: bool) -> Case | None:
+        site = self._site(value=value, statement=statement, name=variable)
+        if not applies(rule, site):
+            return None
         # Reads are never rewritten: pick the first manual case written for reads, if any.
         if not write:
             reads = [c for c in rule.cases if c.fix is FixClass.MANUAL]
@@ -475,7 +613,9 @@ class Rewriter(StatementPruner):
         assign = parent if isinstance(parent, cst.Assign) and len(parent.targets) == 1 else None
         write = id(original_node) in self._store
         value = literal_text(assign.value) if assign is not None else None
-        case = self._env_case(rule, write, value, assign is not None)
+        case = self._env_case(rule, variable, write, value, assign is not None)  # type: ignore[arg-type]
+        if case is None:
+            return updated_node
         fixable = case.fixable and (case.action != "delete" or assign is not None)
         if self.ctx.report(rule, case, self._where(original_node), fixable, self._source(case, original_node)):
             self._doomed_targets[id(updated_node)] = updated_node
@@ -486,6 +626,12 @@ class Rewriter(StatementPruner):
             self.doom(updated_node)
         self._carry_statements(updated_node)
         return updated_node
+
+
+def _tail(rule: Rule, qualname: str) -> str:
+    """What a rename keeps: `.X` of `em.EagerMode.X` when the rule matched `...EagerMode.*`."""
+    bases = [p[:-2] for p in rule.match if p.endswith(".*") and qualname.startswith(p[:-1])]
+    return qualname[len(max(bases, key=len)):] if bases and qualname not in rule.match else ""
 
 
 def _site_hit(site, callee: str, method: str, position: int, arg: cst.Arg) -> bool:

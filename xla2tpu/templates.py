@@ -4,7 +4,8 @@ Placeholders: `{param}` (the argument bound to that parameter, reused as written
 and all), `{param?default}` (the default source when the argument is absent),
 `{kw=param}` (the keyword argument `kw=<argument>`, left out when the argument is absent)
 and `{*param}` (every remaining positional argument, for `print(*args)`-style calls).
-Fully qualified names in a template (`torch.accelerator.synchronize`) are spelled with
+A template that is a statement (`{t}[:] = torch.tpu.ops.optimization_barrier({t})`)
+replaces the call's whole statement. Fully qualified names in a template (`torch.accelerator.synchronize`) are spelled with
 whatever the file already binds (`dist.get_rank` under `import torch.distributed as dist`);
 when nothing binds them, the root module is reported as an import to add.
 """
@@ -66,6 +67,8 @@ def parenthesise_for(parent: cst.CSTNode | None, child: cst.BaseExpression) -> c
         return child
     if isinstance(child, _ATOMS) or getattr(child, "lpar", ()):
         return child
+    if isinstance(parent, cst.BooleanOperation) and isinstance(child, cst.Comparison):
+        return child  # comparisons bind tighter than `and` / `or`
     return child.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
@@ -90,6 +93,18 @@ def _compile(template: str) -> tuple[str, tuple[Slot, ...]]:
         return f"{match.group(2)}={slot}" if match.group(2) else slot
 
     return _PLACEHOLDER.sub(sub, template), tuple(slots)
+
+
+@functools.lru_cache(maxsize=512)
+def is_statement(template: str) -> bool:
+    """True for a template that is a statement (`{t}[:] = f({t})`), not an expression."""
+    source = _compile(template)[0]
+    try:
+        cst.parse_expression(source)
+    except cst.ParserSyntaxError:
+        cst.parse_statement(source)  # neither: a broken template, which must fail loudly
+        return True
+    return False
 
 
 def required(template: str) -> set[str]:

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xla2tpu import engine
+from xla2tpu import notebook
+from xla2tpu.cache import Cache
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.config import Config
 from xla2tpu.diagnostics import FileResult, FixClass
-from xla2tpu.files import Excluder, FileProblem, discover, read, write_atomic
-from xla2tpu.rewriter import Settings
+from xla2tpu.files import SOURCE_SUFFIXES, Excluder, FileProblem, Found, discover, read, write_atomic
+from xla2tpu.settings import Settings
+from xla2tpu.shard import Shard
+
+
+SUFFIXES = (*SOURCE_SUFFIXES, notebook.SUFFIX)
 
 
 @dataclass
@@ -46,40 +52,82 @@ def settings_for(config: Config, catalogue: Catalogue, unsafe_fixes: bool) -> Se
     return Settings(config.selected(catalogue), fix_classes(unsafe_fixes), config.target)
 
 
+def process(path: str, data: bytes, settings: Settings) -> FileResult:
+    """One file's result, a notebook's or a Python file's."""
+    if path.endswith(notebook.SUFFIX):
+        return notebook.process_notebook(path, data, settings)
+    from xla2tpu import engine
+
+    return engine.process_source(path, data, settings)
+
+
+def _found(paths: Sequence[Path], excluder: Excluder, shard: Shard | None, root: Path) -> list[Found]:
+    found = list(discover(paths, excluder, SUFFIXES))
+    return found if shard is None else [f for f in found if shard.owns(f.path, root)]
+
+
 def run(
     paths: Sequence[Path],
     config: Config,
     catalogue: Catalogue,
     settings: Settings,
     jobs: int | None = None,
+    cache: Cache | None = None,
+    shard: Shard | None = None,
+    progress: Callable[[int], Callable[[], None]] | None = None,
 ) -> Outcome:
+    """Every file under `paths` (this shard's share), from the cache when it holds the file.
+
+    `progress`, given the number of files, returns the function to call after each one.
+    """
     outcome = Outcome()
     digests: dict[str, bytes] = {}
+    keys: dict[str, str] = {}
     excluder = Excluder(config.root, [*config.exclude, *config.extend_exclude])
+    found = _found(paths, excluder, shard, config.root)
+    step = progress(len(found)) if progress is not None else None
+    python: list[tuple[str, bytes, Settings]] = []
+    notebooks: list[tuple[str, bytes, Settings]] = []
 
-    def items() -> Iterator[tuple[str, bytes, Settings]]:
-        for found in discover(paths, excluder):
-            name = str(found.path)
-            if found.problem is not None:
-                outcome.results.append(FileResult(name, error=found.problem))
-                continue
-            try:
-                data = read(found.path)
-            except FileProblem as exc:
-                outcome.results.append(FileResult(name, error=str(exc)))
-                continue
-            digests[name] = hashlib.sha256(data).digest()
-            selected = config.selected_for(catalogue, found.path, settings.selected)
-            file_settings = settings if selected is settings.selected else Settings(selected, settings.apply, settings.target)
-            yield name, data, file_settings
-
-    for result in engine.run(items(), jobs):
+    def add(result: FileResult) -> None:
         outcome.files += 1
         outcome.lines += result.lines
         outcome.parsed += result.parsed
+        if step is not None:
+            step()
         if result.diagnostics or result.error or result.new_source is not None:
             result.digest = digests.get(result.path)
             outcome.results.append(result)
+
+    for item in found:
+        name = str(item.path)
+        if item.problem is not None:
+            outcome.results.append(FileResult(name, error=item.problem))
+            continue
+        try:
+            data = read(item.path)
+        except FileProblem as exc:
+            outcome.results.append(FileResult(name, error=str(exc)))
+            continue
+        digests[name] = hashlib.sha256(data).digest()
+        selected = config.selected_for(catalogue, item.path, settings.selected)
+        file_settings = settings if selected is settings.selected else Settings(selected, settings.apply, settings.target)
+        is_notebook = name.endswith(notebook.SUFFIX)
+        if cache is not None:
+            keys[name] = cache.key(digests[name], notebook.SUFFIX if is_notebook else ".py", file_settings)
+            hit = cache.get(keys[name], name)
+            if hit is not None:
+                add(hit)
+                continue
+        (notebooks if is_notebook else python).append((name, data, file_settings))
+
+    if python or notebooks:
+        from xla2tpu import engine
+
+        for result in itertools.chain(engine.run(python, jobs), (process(*item) for item in notebooks)):
+            if cache is not None:
+                cache.put(keys[result.path], result)
+            add(result)
     outcome.results.sort(key=lambda r: r.path)
     return outcome
 

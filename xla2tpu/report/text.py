@@ -9,11 +9,23 @@ import click
 from xla2tpu.diagnostics import Diagnostic, FixClass
 
 
+def position(diagnostic: Diagnostic) -> str:
+    """`line:col`, or `cell N:line:col` in a notebook (code cells counted from 1)."""
+    cell = getattr(diagnostic, "cell", None)
+    return f"{'' if cell is None else f'cell {cell}:'}{diagnostic.line}:{diagnostic.col}"
+
+
 def finding(path: str, diagnostic: Diagnostic) -> str:
-    location = click.style(path, bold=True) + f":{diagnostic.line}:{diagnostic.col}:"
+    location = click.style(path, bold=True) + f":{position(diagnostic)}:"
     mark = click.style("[*] ", fg="cyan") if diagnostic.fixed else ""
     code = click.style(diagnostic.code, fg="red", bold=True)
     return f"{location} {code} {mark}{diagnostic.message}"
+
+
+def concise(path: str, diagnostic: Diagnostic) -> str:
+    """One plain line a tool can split on `:` (no colour, no summary)."""
+    mark = "[*] " if diagnostic.fixed else ""
+    return f"{path}:{position(diagnostic)}: {diagnostic.code} {mark}{diagnostic.message}"
 
 
 def problem(path: str, message: str) -> str:

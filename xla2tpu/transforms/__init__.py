@@ -60,3 +60,14 @@ def transform(name: str) -> Callable[[TransformFn], TransformFn]:
         return function
 
     return register
+
+
+# Transform modules register themselves on import (kept last: they import this module).
+from xla2tpu.transforms import collectives  # noqa: E402,F401
+from xla2tpu.transforms import distributed  # noqa: E402,F401
+from xla2tpu.transforms import loaders  # noqa: E402,F401
+from xla2tpu.transforms import optimum  # noqa: E402,F401
+from xla2tpu.transforms import with_unwrap  # noqa: E402,F401
+from xla2tpu.transforms import step_closure  # noqa: E402,F401
+from xla2tpu.transforms import env_access  # noqa: E402,F401
+from xla2tpu.transforms import profiler  # noqa: E402,F401

@@ -198,33 +198,36 @@ def _register_device(torch: Any) -> None:
         # (no tensor ever lives on "tpu"): rerun them with that argument on the CPU.
         return op(*to_cpu(args), **{k: to_cpu(v) for k, v in kwargs.items()})
 
+    lib = torch.library.Library("_", "IMPL")
+    lib.fallback(fallback, dispatch_key="PrivateUse1")
+    torch._xla2tpu_standin_lib = lib  # the registration lives as long as the Library
+    _patch_host_paths(torch, to_cpu)
+
+
+def _patch_host_paths(torch: Any, to_cpu: Any) -> None:
     # Storages are the one allocation that bypasses the dispatcher (a "tpu" storage has
-    # no allocator and crashes), so torch.load's map_location is mapped here instead.
+    # no allocator and crashes), so torch.load's map_location is mapped instead.
     load = torch.load
 
-    def load_on_cpu(*args: Any, map_location: Any = None, **kwargs: Any) -> Any:
-        return load(*args, map_location=_map_location(map_location), **kwargs)
-
-    def _map_location(loc: Any) -> Any:
+    def map_location(loc: Any) -> Any:
         if isinstance(loc, str) and loc.split(":")[0] == "tpu":
             return "cpu"
-        if isinstance(loc, torch.device):
-            return to_cpu(loc)
         if isinstance(loc, dict):
-            return {k: _map_location(v) for k, v in loc.items()}
-        return loc
+            return {k: map_location(v) for k, v in loc.items()}
+        return to_cpu(loc)
 
-    # Pinning asks the accelerator's allocator, which the stand-in does not have; pinned
-    # memory only speeds host-to-device copies, and here host is the device.
-    torch.Tensor.pin_memory = lambda self, device=None: self
-    torch.Tensor.is_pinned = lambda self, device=None: False
+    def load_on_cpu(f: Any, map_location_: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if "map_location" in kwargs:
+            map_location_ = kwargs.pop("map_location")
+        return load(f, map_location(map_location_), *args, **kwargs)
 
     load_on_cpu.__doc__ = load.__doc__
     torch.load = load_on_cpu
 
-    lib = torch.library.Library("_", "IMPL")
-    lib.fallback(fallback, dispatch_key="PrivateUse1")
-    torch._xla2tpu_standin_lib = lib  # the registration lives as long as the Library
+    # Pinning asks the accelerator's allocator, which the stand-in does not have; pinned
+    # memory only speeds host-to-device copies, and here host and device are one.
+    torch.Tensor.pin_memory = lambda self, device=None: self
+    torch.Tensor.is_pinned = lambda self, device=None: False
 
 
 def _patch_accelerator(torch: Any) -> None:
@@ -264,11 +267,13 @@ def _patch_autocast(torch: Any) -> None:
     autocast = torch.amp.autocast_mode.autocast
     original = autocast.__init__
 
-    def __init__(self: Any, device_type: str, dtype: Any = None, *args: Any, **kw: Any) -> None:
+    # The same signature as the original: Dynamo binds autocast's arguments by name.
+    def __init__(self: Any, device_type: str, dtype: Any = None, enabled: bool = True,
+                 cache_enabled: Any = None) -> None:
         if device_type == "tpu":  # TPU autocast is bf16; run the CPU autocast policy
             device_type = "cpu"
             dtype = torch.bfloat16 if dtype is None else dtype
-        original(self, device_type, dtype, *args, **kw)
+        original(self, device_type, dtype, enabled, cache_enabled)
 
     autocast.__init__ = __init__
 

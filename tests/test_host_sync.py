@@ -1,0 +1,98 @@
+"""The training-loop host-sync analysis (transforms/host_sync.py): precise, never noisy."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from xla2tpu.transforms.host_sync import host_syncs
+
+
+def _found(source: str) -> list[tuple[str, str]]:
+    module = cst.parse_module(textwrap.dedent(source))
+    return [(module.code_for_node(s.node), s.what) for s in host_syncs(module)]
+
+
+def test_syncs_in_the_step_loop_are_found() -> None:
+    assert _found(
+        """
+        def train(model, loader, optimizer, losses):
+            for x, y in loader:
+                loss = model(x).sub(y).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+                print(loss)
+                total = float(loss)
+                if loss < 0.1:
+                    break
+                grads = [p.grad.cpu() for p in model.parameters()]
+        """
+    ) == [
+        ("loss.item()", "`.item()`"),
+        ("print(loss)", "`print()` of the loss"),
+        ("float(loss)", "`float()` of the loss"),
+        ("loss < 0.1", "a test on the loss"),
+        ("p.grad.cpu()", "`.cpu()`"),
+    ]
+
+
+def test_a_sync_under_a_periodic_test_is_not_reported() -> None:
+    assert _found(
+        """
+        def train(model, loader, opt):
+            for step, x in enumerate(loader):
+                loss = model(x)
+                loss.backward()
+                opt.step()
+                if step % 100 == 0:
+                    print(f"loss {loss.item()}")
+                else:
+                    last = loss.tolist()
+        """
+    ) == [("loss.tolist()", "`.tolist()`")]
+
+
+def test_outside_the_step_loop_nothing_is_reported() -> None:
+    assert _found(
+        """
+        import torch_xla.core.xla_model as xm
+
+        def train(model, loader, optimizer, epochs):
+            for epoch in range(epochs):
+                for x in loader:
+                    loss = model(x)
+                    loss.backward()
+                    xm.optimizer_step(optimizer)
+                print(epoch, loss.item())
+            return loss.item()
+
+        def evaluate(model, loader):
+            for x in loader:
+                print(model(x).argmax().item())
+        """
+    ) == []
+
+
+def test_a_nested_function_is_not_part_of_the_loop() -> None:
+    assert _found(
+        """
+        def train(model, loader, scaler, optimizer, log):
+            for x in loader:
+                scaler.scale(model(x)).backward()
+                scaler.step(optimizer)
+                log(lambda: model.weight.cpu())
+        """
+    ) == []
+
+
+def test_a_scheduler_step_is_not_a_training_step() -> None:
+    assert _found(
+        """
+        def run(values, scheduler):
+            for v in values:
+                scheduler.step()
+                print(v.item())
+        """
+    ) == []

@@ -1,0 +1,111 @@
+"""Launch, data-exchange and collective transforms (XLA601, XLA616, XLA618, XLA640-645)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from xla2tpu import catalogue
+from xla2tpu.diagnostics import FixClass
+from xla2tpu.engine import process_source
+from xla2tpu.resolve import Scope
+from xla2tpu.rewriter import Settings
+from xla2tpu.transforms import CallSite
+from xla2tpu.transforms.forms import fresh_name, tuple_items
+
+
+def _fix(source: str) -> str:
+    cat = catalogue.load()
+    settings = Settings(cat.select(["ALL"], []), frozenset({FixClass.SAFE, FixClass.UNSAFE}), "eager")
+    data = textwrap.dedent(source).encode()
+    result = process_source("t.py", data, settings)
+    assert result.error is None, result.error
+    return (result.new_source or data).decode()
+
+
+def _site(code: str) -> CallSite:
+    module = cst.parse_module(code)
+    call = cst.parse_expression("f()")
+    assert isinstance(call, cst.Call)
+    return CallSite(call, call, {}, {}, None, module, Scope(None), [], lambda q: (q, None))
+
+
+def test_fresh_name_avoids_every_word_of_the_module() -> None:
+    assert fresh_name(_site("x = 1\n"), "tensor") == "tensor"
+    assert fresh_name(_site("tensor = 1\ntensor_2 = 2\n"), "tensor") == "tensor_3"
+    assert fresh_name(_site("my_tensor = 1\n"), "tensor") == "tensor"
+
+
+def test_tuple_items_refuses_starred_elements() -> None:
+    assert tuple_items(cst.parse_expression("(a, b)")) is not None
+    assert tuple_items(cst.parse_expression("[a, *b]")) is None
+    assert tuple_items(cst.parse_expression("a")) is None
+
+
+def test_single_process_spawn_spreads_a_tuple_and_stars_a_name() -> None:
+    fixed = _fix(
+        """
+        import torch_xla.distributed.xla_multiprocessing as xmp
+
+        def fn(i, a, b):
+            pass
+
+        def main(args):
+            xmp.spawn(fn, args=(1, 2), nprocs=1)
+            xmp.spawn(fn, args, 1)
+        """
+    )
+    assert "    fn(0, 1, 2)\n" in fixed
+    assert "    fn(0, *args)\n" in fixed
+
+
+def test_mesh_reduce_buffer_does_not_clobber_an_existing_name() -> None:
+    fixed = _fix(
+        """
+        import torch_xla.core.xla_model as xm
+
+        def f(acc, acc_per_rank):
+            acc = xm.mesh_reduce("acc", acc, max)
+            return acc_per_rank
+        """
+    )
+    assert "acc_per_rank_2 = [" in fixed
+    assert "acc = max(acc_per_rank_2)" in fixed
+
+
+def test_reduce_type_is_read_from_a_keyword_or_a_string() -> None:
+    fixed = _fix(
+        """
+        import torch_xla.core.xla_model as xm
+
+        def f(t):
+            a = xm.all_reduce(inputs=t, reduce_type="mul", scale=1.0)
+            b = xm.all_reduce(xm.REDUCE_OR, t)
+            return a, b
+        """
+    )
+    assert 'all_reduce(t, "product", torch.distributed.group.WORLD)\n' in fixed  # scale 1.0 dropped
+    assert 'all_reduce(t, "bor", torch.distributed.group.WORLD)\n' in fixed
+
+
+def test_an_unknown_reduction_is_left_manual() -> None:
+    source = """
+        import torch_xla.core.xla_model as xm
+
+        def f(t, op):
+            return xm.reduce_scatter(op, t, 1.0, 0, 4)
+        """
+    assert "xm.reduce_scatter(op, t, 1.0, 0, 4)" in _fix(source)
+
+
+def test_broadcast_of_a_computed_model_is_manual() -> None:
+    fixed = _fix(
+        """
+        import torch_xla.core.xla_model as xm
+
+        def f(build):
+            xm.broadcast_master_param(build())
+        """
+    )
+    assert "xm.broadcast_master_param(build())" in fixed

@@ -1,0 +1,238 @@
+"""verify without torch: result comparison, backend selection, case discovery, report."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from xla2tpu.verify import backend as backends
+from xla2tpu.verify.cases import CaseError, discover
+from xla2tpu.verify.compare import compare
+from xla2tpu.verify.runner import Migration, Outcome, Run, last_json
+
+REPO = Path(__file__).resolve().parents[1]
+RUNNABLE = REPO / "fixtures" / "runnable"
+
+
+# --------------------------------------------------------------------------- compare
+
+def test_compare_within_tolerance() -> None:
+    c = compare({"loss": [1.0, 2.0], "n": 3}, {"loss": [1.0 + 1e-7, 2.0], "n": 3}, rtol=1e-5, atol=0)
+    assert c.ok and c.leaves == 3
+    assert c.max_abs == pytest.approx(1e-7) and c.max_rel == pytest.approx(1e-7)
+
+
+def test_compare_reports_each_difference() -> None:
+    c = compare({"loss": [1.0, 2.0], "n": 3, "s": "a", "gone": 1},
+                {"loss": [1.0, 2.5], "n": 4, "s": "b", "new": 1}, rtol=1e-3, atol=1e-6)
+    assert not c.ok
+    text = "\n".join(c.diffs)
+    assert "$.loss[1]: expected 2.0, got 2.5" in text
+    assert "$.n: expected 3, got 4" in text  # ints exactly
+    assert "$.s: expected 'a', got 'b'" in text
+    assert "$.gone: missing" in text and "$.new: not in the baseline" in text
+
+
+def test_compare_exact_kinds_and_private_keys() -> None:
+    assert not compare({"b": True}, {"b": 1}, rtol=1, atol=1).ok  # bool is not a number here
+    assert not compare({"x": [1, 2]}, {"x": [1]}, rtol=0, atol=0).ok
+    assert compare({"_time": 1.0, "x": 1}, {"_time": 9.0, "x": 1.0000001}, rtol=1e-5, atol=0).ok
+    assert compare({"x": float("nan")}, {"x": float("nan")}, rtol=0, atol=0).ok
+    assert not compare({"x": 0.0}, {"x": 1e-3}, rtol=1e-2, atol=1e-4).ok
+
+
+def test_last_json_line() -> None:
+    assert last_json('step 1\n{"a": 1}\n\n') == {"a": 1}
+    assert last_json('{"a": 1}\nbye\n') is None
+    assert last_json("[1, 2]\n") is None
+    assert last_json("") is None
+
+
+# --------------------------------------------------------------------------- backend
+
+def _pci(root: Path, name: str, vendor: str, device: str, group: str | None) -> None:
+    dev = root / "sys/bus/pci/devices" / name
+    dev.mkdir(parents=True)
+    (dev / "vendor").write_text(vendor + "\n")
+    (dev / "device").write_text(device + "\n")
+    if group is not None:
+        target = root / "sys/kernel/iommu_groups" / group
+        target.mkdir(parents=True, exist_ok=True)
+        os.symlink(target, dev / "iommu_group")
+
+
+def test_count_tpus_needs_google_tpu_exposed_through_vfio(tmp_path: Path) -> None:
+    assert backends.count_tpus(tmp_path) == 0  # no sysfs at all
+    _pci(tmp_path, "0000:00:04.0", "0x1ae0", "0x006f", "7")  # v6e, group 7
+    _pci(tmp_path, "0000:00:05.0", "0x1ae0", "0x006f", "8")  # v6e, group not in /dev/vfio
+    _pci(tmp_path, "0000:00:06.0", "0x1ae0", "0x0001", "9")  # Google, not a TPU
+    _pci(tmp_path, "0000:00:07.0", "0x10de", "0x006f", "10")  # another vendor
+    _pci(tmp_path, "0000:00:08.0", "0x1ae0", "0x0063", None)  # v5e without IOMMU group
+    assert backends.count_tpus(tmp_path) == 0
+    (tmp_path / "dev/vfio").mkdir(parents=True)
+    for group in ("7", "9", "10"):
+        (tmp_path / "dev/vfio" / group).touch()
+    assert backends.count_tpus(tmp_path) == 1
+
+
+@pytest.mark.parametrize(("installed", "tpus", "env", "want"), [
+    (True, 4, {}, "tpu"),
+    (True, 0, {}, "cpu-standin"),
+    (False, 4, {}, "cpu-standin"),
+    (False, 0, {}, "cpu-standin"),
+    (True, 4, {backends.FORCE_ENV: "cpu-standin"}, "cpu-standin"),
+    (False, 0, {backends.FORCE_ENV: "tpu"}, "cpu-standin"),  # cannot force hardware into being
+])
+def test_select_backend(installed: bool, tpus: int, env: dict[str, str], want: str) -> None:
+    assert backends.select_backend(installed=installed, tpus=tpus, environ=env) == want
+
+
+def test_this_machine_detection_does_not_raise() -> None:
+    assert backends.select_backend() in backends.BACKENDS
+
+
+# --------------------------------------------------------------------------- cases
+
+def test_discover_runnable_fixtures() -> None:
+    cases = {c.name: c for c in discover([RUNNABLE])}
+    assert {"mlp_train", "ddp_spawn", "compile_infer", "amp_autocast", "llama_generate", "idioms"} <= set(cases)
+    for case in cases.values():
+        assert (case.root / case.entry).is_file()
+        assert case.expected is not None, f"{case.name} has no recorded torch_xla results"
+    assert cases["ddp_spawn"].finished == RUNNABLE / "ddp_spawn" / "migrated"
+    assert cases["llama_generate"].requires == ["transformers"]
+    assert cases["amp_autocast"].rtol > 1e-3
+
+
+def test_runnable_fixtures_are_torch_xla_programs() -> None:
+    for main in RUNNABLE.glob("*/main.py"):
+        text = main.read_text()
+        assert "torch_xla" in text or "optimum.tpu" in text, main
+
+
+def test_discover_script_and_errors(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    (case,) = discover([script])
+    assert case.is_script and case.entry == "train.py"
+    with pytest.raises(CaseError):
+        discover([tmp_path / "nope"])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(CaseError):
+        discover([empty])
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "case.toml").write_text("entry = [")
+    with pytest.raises(CaseError):
+        discover([bad])
+
+
+# --------------------------------------------------------------------------- report
+
+def test_report_json_and_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from xla2tpu.verify import report
+
+    (case,) = discover([RUNNABLE / "mlp_train"])
+    ok = Run(0, 1.0, "", "", {"losses": [1.0]})
+    good = Outcome(case=case, backend="cpu-standin", status="pass",
+                   migration=Migration(0, "", 0.1), migrated=ok, baseline="recorded",
+                   comparison=compare({"losses": [1.0]}, {"losses": [1.0]}, rtol=0, atol=0))
+    bad = Outcome(case=case, backend="cpu-standin", status="fail", reasons=["results differ"],
+                  migration=Migration(0, "", 0.1), migrated=ok, baseline="recorded",
+                  comparison=compare({"losses": [2.0]}, {"losses": [1.0]}, rtol=0, atol=0))
+    data = report.to_json([good, bad])
+    json.dumps(data)
+    assert data["backend"] == ["cpu-standin"] and data["passed"] is False
+    assert data["cases"][1]["comparison"]["diffs"] == ["$.losses[0]: expected 2.0, got 1.0 (abs err 1, rel err 0.5)"]
+    report.print_table([good, bad])
+    out = capsys.readouterr().out
+    assert "backend: cpu-standin" in out
+    assert "$.losses[0]: expected 2.0, got 1.0" in out
+    assert "1 passed, 1 failed, 0 skipped" in out
+
+
+# --------------------------------------------------------------------------- both legs
+
+def _no_migration(workdir: Path, unsafe_fixes: bool, target: str) -> Migration:
+    return Migration(0, "", 0.0)
+
+
+def test_differential_legs_with_a_stub_legacy_interpreter(tmp_path: Path) -> None:
+    """Both legs and the comparison, without torch: the "legacy" interpreter is this one."""
+    import sys
+
+    from xla2tpu.verify import Options, verify_paths
+
+    same = tmp_path / "same.py"
+    same.write_text("import json\nprint(json.dumps({'x': 1.5, 'n': 2}))\n")
+    differs = tmp_path / "differs.py"  # the stand-in is only in the migrated leg
+    differs.write_text("import json, os\nprint(json.dumps({'mode': os.environ.get('XLA2TPU_STANDIN', 'none')}))\n")
+    crashes = tmp_path / "crashes.py"
+    crashes.write_text("raise SystemExit(3)\n")
+    opts = Options(legacy_python=Path(sys.executable), migrator=_no_migration, timeout=60)
+    by_name = {o.case.name: o for o in verify_paths([same, differs, crashes], opts)}
+
+    assert by_name["same"].status == "pass" and by_name["same"].baseline == "legacy"
+    assert by_name["same"].comparison is not None and by_name["same"].comparison.leaves == 2
+    assert by_name["differs"].status == "fail"
+    assert by_name["differs"].comparison.diffs == ["$.mode: expected 'none', got 'cpu'"]
+    assert by_name["crashes"].status == "fail"
+    assert by_name["crashes"].migrated.exit_code == 3 and by_name["crashes"].legacy.exit_code == 3
+
+
+def test_timeout_kills_the_program(tmp_path: Path) -> None:
+    from xla2tpu.verify import Options, verify_paths
+
+    slow = tmp_path / "slow.py"
+    slow.write_text("import time\ntime.sleep(60)\n")
+    (o,) = verify_paths([slow], Options(migrator=_no_migration, timeout=1))
+    assert o.status == "fail" and o.migrated.exit_code is None
+    assert "timed out" in o.reasons[0]
+
+
+def test_manual_findings_are_reported_as_manual(tmp_path: Path) -> None:
+    from xla2tpu.verify import Options, verify_paths
+
+    script = tmp_path / "legacy.py"
+    script.write_text("import torch_xla\n")
+
+    def leaves_findings(workdir: Path, unsafe_fixes: bool, target: str) -> Migration:
+        return Migration(1, "legacy.py:1:8: XLA001 `torch_xla` is still used\n", 0.0)
+
+    (o,) = verify_paths([script], Options(migrator=leaves_findings))
+    assert o.status == "manual"
+    assert o.reasons[0].startswith("needs manual migration: the engine left 1 finding(s)")
+    assert o.migrated.exit_code == 1  # the blocked import
+
+
+def test_migration_crash_is_an_error(tmp_path: Path) -> None:
+    from xla2tpu.verify import Options, verify_paths
+
+    script = tmp_path / "x.py"
+    script.write_text("pass\n")
+    (o,) = verify_paths([script], Options(migrator=lambda w, u, t: Migration(2, "boom", 0.0)))
+    assert o.status == "error" and o.migrated is None
+
+
+def test_verify_command_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The click command the main CLI adds; here with the engine stubbed out."""
+    from click.testing import CliRunner
+
+    from xla2tpu.verify import runner
+    from xla2tpu.verify.cli import verify_command
+
+    monkeypatch.setattr(runner, "engine_migrate", _no_migration)
+    monkeypatch.setenv(backends.FORCE_ENV, "cpu-standin")
+    script = tmp_path / "plain.py"
+    script.write_text("print('no results line')\n")
+    result = CliRunner().invoke(verify_command, [str(script), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    (case,) = data["cases"]
+    assert case["status"] == "pass" and case["backend"] == "cpu-standin"
+    assert case["baseline"] is None and case["comparison"] is None
+    bad = CliRunner().invoke(verify_command, [str(script), "--record"])
+    assert bad.exit_code == 2  # --record needs --legacy-python

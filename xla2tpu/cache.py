@@ -1,0 +1,153 @@
+"""Per-file results cache: a re-run over unchanged files parses nothing.
+
+An entry is keyed by the file's content hash, the kind of file, the tool's fingerprint
+(version, its own source, the rule catalogue) and the effective settings for that file,
+so any change to one of them misses. Entries are small JSON files; one that cannot be
+read or decoded is a miss, never an error. The catalogue itself is kept too (pickled),
+because parsing the rule TOML costs more than a warm run's whole budget.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+import os
+import pickle
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from xla2tpu import __version__
+from xla2tpu import catalogue as catalogue_mod
+from xla2tpu.catalogue import Catalogue
+from xla2tpu.settings import Settings
+from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
+from xla2tpu.notebook import CellDiagnostic
+
+
+DEFAULT_DIR = ".xla2tpu_cache"
+_FORMAT = "1"  # bump when the entry layout changes
+
+
+@functools.cache
+def fingerprint() -> str:
+    """Changes whenever xla2tpu's code or rules do (a source checkout changes under it)."""
+    digest = hashlib.sha256(f"{__version__}/{_FORMAT}".encode())
+    package = Path(__file__).resolve().parent
+    for path in sorted([*package.rglob("*.py"), *catalogue_mod.rules_dir().glob("*.toml")]):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+def settings_key(settings: Settings) -> str:
+    fixes = ",".join(sorted(f.value for f in settings.apply))
+    return f"{','.join(sorted(settings.selected))}|{fixes}|{settings.target}"
+
+
+class Cache:
+    def __init__(self, directory: Path) -> None:
+        self.root = directory
+        self.directory = directory / fingerprint()
+        self._settings: dict[Settings, str] = {}
+        self._marked = False
+
+    def key(self, digest: bytes, kind: str, settings: Settings) -> str:
+        token = self._settings.get(settings)
+        if token is None:
+            token = self._settings[settings] = hashlib.sha256(settings_key(settings).encode()).hexdigest()
+        return hashlib.sha256(digest + kind.encode() + token.encode()).hexdigest()
+
+    def _entry(self, key: str) -> Path:
+        return self.directory / key[:2] / key[2:]
+
+    def get(self, key: str, path: str) -> FileResult | None:
+        try:
+            return _decode(json.loads(self._entry(key).read_bytes()), path)
+        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+            return None  # missing or corrupt: recompute
+
+    def put(self, key: str, result: FileResult) -> None:
+        if result.internal_error:
+            return  # a bug may be fixed by the next release: never remember it
+        if not self._marked:
+            _mark(self.root)
+            _prune(self.root, keep=self.directory.name)
+            self._marked = True
+        _write(self._entry(key), json.dumps(_encode(result), separators=(",", ":")).encode())
+
+    def catalogue(self) -> Catalogue:
+        """The rule catalogue, unpickled when this fingerprint's copy is there."""
+        path = self.directory / "catalogue.pickle"
+        try:
+            loaded = pickle.loads(path.read_bytes())
+            if isinstance(loaded, Catalogue):
+                return loaded
+        except Exception:  # noqa: BLE001 - any damage to the file is a miss
+            pass
+        catalogue = catalogue_mod.load()
+        _write(path, pickle.dumps(catalogue))
+        return catalogue
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Write an entry atomically; a cache that cannot be written is simply not used."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp")
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except OSError:
+        pass
+
+
+def _mark(root: Path) -> None:
+    """Keep the cache out of git, as ruff and pytest do with theirs."""
+    ignore = root / ".gitignore"
+    if not ignore.exists():
+        _write(ignore, b"# created by xla2tpu\n*\n")
+
+
+def _prune(root: Path, keep: str) -> None:
+    """Drop the entries of other xla2tpu builds: they can never be hit again here."""
+    if (root / keep).exists():
+        return
+    try:
+        stale = [p for p in root.iterdir() if p.is_dir() and re.fullmatch(r"[0-9a-f]{32}", p.name) and p.name != keep]
+    except OSError:
+        return
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _encode(result: FileResult) -> dict:
+    return {
+        "d": [
+            [d.line, d.col, d.code, d.message, d.fix.value, d.fixed, d.end_line, d.end_col, getattr(d, "cell", None)]
+            for d in result.diagnostics
+        ],
+        "n": None if result.new_source is None else base64.b64encode(result.new_source).decode("ascii"),
+        "e": result.error,
+        "l": result.lines,
+        "c": result.encoding,
+    }
+
+
+def _decode(entry: dict, path: str) -> FileResult:
+    diagnostics: list[Diagnostic] = []
+    for line, col, code, message, fix, fixed, end_line, end_col, cell in entry["d"]:
+        args = (int(line), int(col), str(code), str(message), FixClass(fix), bool(fixed), int(end_line), int(end_col))
+        diagnostics.append(Diagnostic(*args) if cell is None else CellDiagnostic(*args, cell=int(cell)))
+    new = entry["n"]
+    return FileResult(
+        path,
+        diagnostics=diagnostics,
+        new_source=None if new is None else base64.b64decode(new, validate=True),
+        error=entry["e"],
+        lines=int(entry["l"]),
+        encoding=str(entry["c"]),
+    )

@@ -1,0 +1,15 @@
+"""What a run asks of the engine for one file. Kept free of libcst, so a run whose files
+are all cached never imports it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xla2tpu.diagnostics import FixClass
+
+
+@dataclass(frozen=True)
+class Settings:
+    selected: frozenset[str]
+    apply: frozenset[FixClass]  # fix classes applied (or, for check, shown as applicable)
+    target: str = "eager"

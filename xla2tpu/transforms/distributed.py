@@ -1,0 +1,58 @@
+"""torch_xla launch and data-exchange helpers as torch.distributed code (DST02, DST15, DST17).
+
+Every replacement keeps torch_xla's single-process behaviour: without an initialised
+process group there is nothing to wait for or exchange, and this process is the master.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xla2tpu.transforms import CallSite, Rewrite, transform
+from xla2tpu.transforms.forms import assigned_target, fresh_name, render_statements, statement_form, tuple_items
+
+statement_form(
+    "broadcast-master-param",
+    [
+        "if torch.distributed.is_initialized():\n"
+        "    for {tensor} in itertools.chain({model}.parameters(), {model}.buffers()):\n"
+        "        torch.distributed.broadcast({tensor}.data, src=0)\n"
+    ],
+    fresh=("tensor",),
+)
+
+# mesh_reduce pickled a CPU copy of the data, as xm.save wrote one.
+_CPU_COPY = "torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t.cpu(), {data})"
+
+
+@transform("mesh-reduce")
+def mesh_reduce(site: CallSite) -> Rewrite | None:
+    """`x = xm.mesh_reduce(tag, data, fn)`: gather every rank's CPU copy of `data`, then `fn`."""
+    target = assigned_target(site)
+    if target is None:
+        return None
+    base = f"{target.value}_per_rank" if isinstance(target, cst.Name) else "per_rank"
+    gathered = cst.Name(fresh_name(site, base))
+    return render_statements(
+        site,
+        [
+            f"{{gathered}} = [{_CPU_COPY}]\n",
+            "if torch.distributed.is_initialized():\n"
+            "    {gathered} *= torch.distributed.get_world_size()\n"
+            "    torch.distributed.all_gather_object({gathered}, {gathered}[0])\n",
+            "{target} = {reduce_fn}({gathered})\n",
+        ],
+        {"gathered": gathered, "target": target},
+    )
+
+
+@transform("spawn-in-process")
+def spawn_in_process(site: CallSite) -> Rewrite | None:
+    """`xmp.spawn(fn, args=(a, b), nprocs=1)` → `fn(0, a, b)`: the one worker, in this process."""
+    fn = site.args.get("fn")
+    if fn is None:
+        return None
+    args = site.args.get("args")
+    items = [] if args is None else tuple_items(args)
+    spread = [cst.Arg(item) for item in items] if items is not None else [cst.Arg(args, star="*")]
+    return Rewrite(expression=cst.Call(func=fn, args=[cst.Arg(cst.Integer("0")), *spread]))

@@ -1,0 +1,112 @@
+"""What verify runs: runnable cases found under the given paths.
+
+A case is a directory holding `main.py` and/or `case.toml`, or a single `.py` script.
+A directory that is not a case is searched one level down (fixtures/runnable/*).
+
+case.toml (every key optional):
+    entry = "main.py"          # program to run, relative to the case directory
+    args = []                  # its command-line arguments
+    rtol = 1e-2                # tolerance floors: the CLI values apply when larger
+    atol = 1e-3
+    timeout = 300              # seconds per run
+    requires = ["transformers"]            # modules both interpreters need, else skip
+    legacy_env = { CPU_NUM_DEVICES = "1" } # extra environment for the torch_xla run
+    legacy = false             # never run a legacy leg (say why in a comment)
+    description = "..."
+Beside it, optionally:
+    expected.json   results of the torch_xla run, recorded with `verify --record`:
+                    the baseline when no --legacy-python is given
+    migrated/       a hand-finished migration, used when the engine leaves manual
+                    findings (files overlay the engine's copy)
+"""
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CASE_FILE = "case.toml"
+EXPECTED_FILE = "expected.json"
+FINISHED_DIR = "migrated"
+# Not copied into the directory the engine migrates.
+METADATA = frozenset({CASE_FILE, EXPECTED_FILE, FINISHED_DIR, "__pycache__"})
+
+
+@dataclass
+class Case:
+    name: str
+    root: Path  # the directory (or, for a script, the file) that is copied
+    entry: str
+    args: list[str] = field(default_factory=list)
+    rtol: float = 0.0
+    atol: float = 0.0
+    timeout: float | None = None
+    requires: list[str] = field(default_factory=list)
+    legacy_env: dict[str, str] = field(default_factory=dict)
+    legacy: bool = True
+    description: str = ""
+    expected: Any = None
+    finished: Path | None = None
+
+    @property
+    def is_script(self) -> bool:
+        return self.root.is_file()
+
+
+class CaseError(ValueError):
+    pass
+
+
+def _is_case_dir(path: Path) -> bool:
+    return (path / CASE_FILE).is_file() or (path / "main.py").is_file()
+
+
+def load_case(path: Path) -> Case:
+    path = path.resolve()
+    if path.is_file():
+        if path.suffix != ".py":
+            raise CaseError(f"{path}: not a Python script")
+        return Case(name=path.stem, root=path, entry=path.name)
+    meta: dict[str, Any] = {}
+    if (path / CASE_FILE).is_file():
+        try:
+            meta = tomllib.loads((path / CASE_FILE).read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as e:
+            raise CaseError(f"{path / CASE_FILE}: {e}") from e
+    case = Case(
+        name=path.name,
+        root=path,
+        entry=str(meta.get("entry", "main.py")),
+        args=[str(a) for a in meta.get("args", [])],
+        rtol=float(meta.get("rtol", 0.0)),
+        atol=float(meta.get("atol", 0.0)),
+        timeout=float(meta["timeout"]) if "timeout" in meta else None,
+        requires=[str(m) for m in meta.get("requires", [])],
+        legacy_env={str(k): str(v) for k, v in meta.get("legacy_env", {}).items()},
+        legacy=bool(meta.get("legacy", True)),
+        description=str(meta.get("description", "")),
+    )
+    if not (path / case.entry).is_file():
+        raise CaseError(f"{path}: entry {case.entry} not found")
+    if (path / EXPECTED_FILE).is_file():
+        case.expected = json.loads((path / EXPECTED_FILE).read_text(encoding="utf-8"))
+    if (path / FINISHED_DIR).is_dir():
+        case.finished = path / FINISHED_DIR
+    return case
+
+
+def discover(paths: list[Path]) -> list[Case]:
+    cases: list[Case] = []
+    for path in paths:
+        if not path.exists():
+            raise CaseError(f"{path}: no such file or directory")
+        if path.is_file() or _is_case_dir(path):
+            cases.append(load_case(path))
+            continue
+        found = sorted(p for p in path.iterdir() if p.is_dir() and _is_case_dir(p))
+        if not found:
+            raise CaseError(f"{path}: no runnable case (a main.py or case.toml) here or one level down")
+        cases.extend(load_case(p) for p in found)
+    return cases
