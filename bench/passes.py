@@ -28,7 +28,7 @@ from libcst.metadata import MetadataWrapper
 
 from xla2tpu import catalogue, engine, prechecks
 from xla2tpu.diagnostics import FixClass
-from xla2tpu.rewriter import Settings
+from xla2tpu.settings import Settings
 
 SPENT: dict[str, float] = defaultdict(float)
 _DEPTH = [0]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from xla2tpu import catalogue
 from xla2tpu.diagnostics import Diagnostic, FixClass
-from xla2tpu.rewriter import Settings
+from xla2tpu.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -11,7 +11,7 @@ from xla2tpu import catalogue
 from xla2tpu.diagnostics import FixClass
 from xla2tpu.engine import process_source
 from xla2tpu.resolve import Canonicaliser, ImportResolver, resolve
-from xla2tpu.rewriter import Settings
+from xla2tpu.settings import Settings
 
 ALL = Settings(catalogue.load().select(["ALL"], []), frozenset({FixClass.SAFE, FixClass.UNSAFE}))
 

@@ -18,7 +18,7 @@ from xla2tpu import catalogue as catalogue_mod
 from xla2tpu import engine, patterns
 from xla2tpu.diagnostics import FileResult, FixClass
 from xla2tpu.prechecks import code_only
-from xla2tpu.rewriter import Settings
+from xla2tpu.settings import Settings
 
 DOCS = 'docs = "d"\n'
 

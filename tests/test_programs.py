@@ -18,7 +18,7 @@ from tests.fixture_cases import FIXTURES, render
 from xla2tpu import catalogue
 from xla2tpu.diagnostics import FixClass
 from xla2tpu.engine import process_source
-from xla2tpu.rewriter import Settings
+from xla2tpu.settings import Settings
 
 UPDATE = os.environ.get("XLA2TPU_UPDATE_FIXTURES") == "1"
 PROGRAMS = sorted(path.parent for path in (FIXTURES / "programs").glob("*/legacy.py"))

@@ -10,7 +10,7 @@ from xla2tpu import catalogue
 from xla2tpu.diagnostics import FixClass
 from xla2tpu.engine import process_source
 from xla2tpu.resolve import Scope
-from xla2tpu.rewriter import Settings
+from xla2tpu.settings import Settings
 from xla2tpu.transforms import CallSite
 from xla2tpu.transforms.forms import fresh_name, tuple_items
 

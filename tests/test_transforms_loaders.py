@@ -7,7 +7,7 @@ import textwrap
 from xla2tpu import catalogue
 from xla2tpu.diagnostics import FixClass
 from xla2tpu.engine import process_source
-from xla2tpu.rewriter import Settings
+from xla2tpu.settings import Settings
 
 
 def _fix(source: str) -> tuple[str, list[str]]:

@@ -266,8 +266,8 @@ def _validate(catalogue: Catalogue) -> None:
             raise CatalogueError(f"{where}: a string-arg rule needs sites")
         if rule.kind in ("call", "reference", "import", "env", "expression") and not rule.match:
             raise CatalogueError(f"{where}: needs `match`")
-        if rule.kind == "file" and (rule.pattern is None or not rule.disable):
-            raise CatalogueError(f"{where}: a file rule needs `pattern` and `disable`")
+        if rule.kind == "file" and rule.pattern is None:
+            raise CatalogueError(f"{where}: a file rule needs `pattern`")
         for case in rule.cases:
             if set(case.forms) - set(rule.match):
                 raise CatalogueError(f"{where}: a case matches a form the rule does not list")

@@ -24,7 +24,8 @@ from xla2tpu.imports import ImportHygiene, UsedNames, add_imports, has_matching_
 from xla2tpu.index import build
 from xla2tpu.noqa import Suppressions, skip_file
 from xla2tpu.resolve import Canonicaliser, ImportResolver
-from xla2tpu.rewriter import FileContext, Rewriter, Settings
+from xla2tpu.rewriter import FileContext, Rewriter
+from xla2tpu.settings import Settings
 
 # A file none of these bytes occur in cannot hold an idiom, so it is never parsed. Plain
 # "xla" is too common (matplotlib's xlabel, prose about XLA) to be a signal on its own.

@@ -9,7 +9,6 @@ Imports are handled after this pass, by `imports.py`, once the remaining uses ar
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import libcst as cst
 from libcst.metadata import CodeRange, PositionProvider
@@ -20,6 +19,7 @@ from xla2tpu.conditions import Site, applies, bind, choose, literal_text
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.index import RuleIndex
 from xla2tpu.noqa import Suppressions
+from xla2tpu.settings import Settings
 from xla2tpu.resolve import ImportResolver, Scope, resolve
 from xla2tpu.statements import pass_statement, prune, prune_small
 from xla2tpu.transforms import REGISTRY as TRANSFORMS
@@ -37,13 +37,6 @@ _ENV_CALLS = {
 # torch_xla's own environment readers: the read is reported, and their call rules still run.
 _ENV_READERS = ("torch_xla.utils.utils.getenv_as", "torch_xla.utils.utils.check_env_flag")
 _ENV_UPDATE = "os.environ.update"
-
-
-@dataclass(frozen=True)
-class Settings:
-    selected: frozenset[str]
-    apply: frozenset[FixClass]  # fix classes applied (or, for check, shown as applicable)
-    target: str = "eager"
 
 
 class FileContext:
