@@ -1,4 +1,4 @@
-"""The training-loop host-sync analysis (transforms/host_sync.py): precise, never noisy."""
+"""The training-loop host-sync analysis (lints/host_sync.py): precise, never noisy."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import textwrap
 
 import libcst as cst
 
-from xla2tpu.transforms.host_sync import host_syncs
+from xla2tpu.lints.host_sync import host_syncs
 
 
 def _found(source: str) -> list[tuple[str, str]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from xla2tpu.diagnostics import FixClass
 
-KINDS = ("call", "reference", "string-arg", "env", "import", "expression", "file")
+KINDS = ("call", "reference", "string-arg", "env", "import", "expression", "file", "lint")
 ACTIONS = ("replace", "delete", "rename", "remove-import", "transform", "none")
 _CODE_RE = re.compile(r"^XLA\d{3}$")
 
@@ -264,6 +264,8 @@ def _validate(catalogue: Catalogue) -> None:
                     raise CatalogueError(f"{where}: condition on unknown parameter {condition.arg!r}")
         if rule.kind == "string-arg" and not rule.sites:
             raise CatalogueError(f"{where}: a string-arg rule needs sites")
+        if rule.kind == "lint" and (len(rule.match) != 1 or rule.fix_classes):
+            raise CatalogueError(f"{where}: a lint rule names one analysis in `match` and only reports")
         if rule.kind in ("call", "reference", "import", "env", "expression") and not rule.match:
             raise CatalogueError(f"{where}: needs `match`")
         if rule.kind == "file" and rule.pattern is None:

@@ -40,14 +40,16 @@ def bind(
 ) -> tuple[dict[str, cst.BaseExpression], dict[str, list[cst.Arg]]] | None:
     """Map a call's arguments to the legacy callable's parameters, or None if that is unknowable.
 
-    `params` reads like a signature: names after a `*name` entry are keyword-only, and the
-    `*name` entry collects the extra positional arguments.
+    `params` reads like a signature: names after a `*name` entry are keyword-only, the
+    `*name` entry collects the extra positional arguments (under `name` in the second map)
+    and a `**name` entry the extra keyword arguments (under `**name`).
     """
     star_at = next((i for i, p in enumerate(params) if p.startswith("*")), len(params))
     positional = list(params[:star_at])
-    star = params[star_at][1:] if star_at < len(params) else None
+    star = params[star_at][1:] if star_at < len(params) and not params[star_at].startswith("**") else None
+    star_kw = next((p for p in params if p.startswith("**")), None)
     bound: dict[str, cst.BaseExpression] = {}
-    spread: dict[str, list[cst.Arg]] = {star: []} if star else {}
+    spread: dict[str, list[cst.Arg]] = {name: [] for name in (star, star_kw) if name}
     index = 0
     for arg in args:
         if arg.star:  # *xs / **kw: which parameters they fill is only known at run time
@@ -62,9 +64,14 @@ def bind(
                 return None
         else:
             name = arg.keyword.value
-            if name not in params or name in bound:
+            if name in bound:
                 return None
-            bound[name] = arg.value
+            if name in params:
+                bound[name] = arg.value
+            elif star_kw is not None:
+                spread[star_kw].append(arg)
+            else:
+                return None
     return bound, spread
 
 

@@ -133,7 +133,9 @@ class ImportHygiene(StatementPruner):
         if not kept:
             self.doom(node)
             return node
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        # The new last name ends as the old last one did: a trailing comma in a parenthesised
+        # multi-line import stays, `import a, b` gets none.
+        kept[-1] = kept[-1].with_changes(comma=node.names[-1].comma)
         return node.with_changes(names=kept)
 
 
@@ -162,7 +164,16 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
 
 
 def add_imports(module: cst.Module, roots: set[str]) -> cst.Module:
-    """Insert `import <root>` for each root, before the first import (after docstring/futures)."""
+    """Insert `import <module>` for each module, before the first import (after docstring/futures)."""
+    present = {
+        dotted_name(alias.name)
+        for statement in module.body
+        if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body
+        if isinstance(small, cst.Import)
+        for alias in small.names
+    }
+    roots = roots - present  # a submodule import the file already has is not added twice
     if not roots:
         return module
     body = list(module.body)
@@ -176,7 +187,10 @@ def add_imports(module: cst.Module, roots: set[str]) -> cst.Module:
             position = 1
         while position < len(body) and _is_future(body[position]):
             position += 1
-    new = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name(root))])]) for root in sorted(roots)]
+    new = [
+        cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.parse_expression(root))])])  # type: ignore[arg-type]
+        for root in sorted(roots)
+    ]
     if position < len(body) and _is_import_line(body[position]):
         # The comments above the import block stay above it.
         new[0] = new[0].with_changes(leading_lines=body[position].leading_lines)

@@ -48,6 +48,7 @@ class RuleIndex:
     call_names: frozenset[str]
     # Expression patterns by key (see patterns.key_of), in catalogue order.
     expressions: dict[Key, tuple[tuple[Pattern, Rule], ...]]
+    lints: tuple[Rule, ...] = ()
 
 
 @functools.cache
@@ -75,4 +76,5 @@ def build(catalogue: Catalogue, selected: frozenset[str]) -> RuleIndex:
         string_args=tuple(of("string-arg")),
         call_names=frozenset(name for rule in calls for name in rule.match),
         expressions={key: tuple(found) for key, found in expressions.items()},
+        lints=tuple(of("lint")),
     )

@@ -18,6 +18,7 @@ from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, bind, choose, literal_text
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.index import RuleIndex
+from xla2tpu.lints import LINTS
 from xla2tpu.noqa import Suppressions
 from xla2tpu.settings import Settings
 from xla2tpu.resolve import ImportResolver, Scope, resolve
@@ -88,9 +89,12 @@ class FileContext:
                         if best is None or len(target) > len(best[1]):
                             best = (name, target)
                 walk = walk.parent
+            module = templates.explicit_import(qualname)
             if best is not None:
-                return best[0] + qualname[len(best[1]):], None
-            return qualname, qualname.split(".", 1)[0]
+                # `dist.tensor.x` still needs `import torch.distributed.tensor` somewhere.
+                needed = module if module and len(best[1]) < len(module) else None
+                return best[0] + qualname[len(best[1]):], needed
+            return qualname, module or qualname.split(".", 1)[0]
 
         return spelling
 
@@ -215,6 +219,15 @@ class Rewriter(StatementPruner):
 
     def _source(self, case: Case, node: cst.CSTNode) -> str:
         return _short(self.module.code_for_node(node)) if "{source}" in case.message else ""
+
+    def visit_Module(self, node: cst.Module) -> None:
+        for rule in self.index.lints:
+            site = self._site()
+            if not applies(rule, site):
+                continue
+            for hit in LINTS[rule.match[0]](node):
+                case = choose(rule.cases, self._site(value=hit.what))
+                self.ctx.report(rule, case, self._where(hit.node), False, _short(self.module.code_for_node(hit.node)))
 
     def visit_Import(self, node: cst.Import) -> bool:
         self._import_positions(node)

@@ -24,6 +24,21 @@ from xla2tpu.resolve import dotted_name
 # Roots a template may name; anything else in a template is a local name or a placeholder.
 MODULE_ROOTS = frozenset({"torch", "os", "sys", "itertools", "transformers"})
 
+# Submodules that templates name but `import torch` does not load (torch 2.13, backend
+# autoload off): code using them needs its own `import torch.distributed.tensor`.
+# tests/test_public_api.py checks this table against the installed torch.
+EXPLICIT_IMPORTS = frozenset({"torch.distributed.tensor", "torch.distributed._functional_collectives"})
+
+
+def explicit_import(qualname: str) -> str | None:
+    """The longest module on `qualname`'s path that must be imported on its own, if any."""
+    parts = qualname.split(".")
+    for end in range(len(parts) - 1, 1, -1):
+        module = ".".join(parts[:end])
+        if module in EXPLICIT_IMPORTS:
+            return module
+    return None
+
 _PLACEHOLDER = re.compile(r"\{(\*?)(?:([A-Za-z_]\w*)=)?([A-Za-z_]\w*)(?:\?([^{}]*))?\}")
 _SLOT = "__xla2tpu_slot_{}__"
 

@@ -11,16 +11,15 @@ loop of a training step (`loss.backward()`, `optimizer.step()`, `xm.optimizer_st
 uses `%` (already periodic: `if step % 10 == 0:`). A per-epoch print after the step loop
 is therefore not reported. "The loss" is whatever `.backward()` is called on in that loop.
 
-This module only finds the sites; the rule that reports them needs the engine hook
-described in /work/notes/requests-B.md (the rewriter has no per-module lint site yet).
+This module finds the sites; rule XLA420 (rules/training.toml) reports them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import libcst as cst
 
+from xla2tpu.lints import Hit, lint
 from xla2tpu.resolve import dotted_name
 
 _SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -30,13 +29,8 @@ _STEP_RECEIVERS = ("optim", "opt", "scaler")  # `optimizer.step()`, `opt.step()`
 Loop = cst.For | cst.While
 
 
-@dataclass(frozen=True)
-class HostSync:
-    node: cst.CSTNode  # the call or `if` test that syncs
-    what: str  # "`.item()`", "`float()` of the loss", ...
-
-
-def host_syncs(module: cst.Module) -> list[HostSync]:
+@lint("host-sync-in-training-loop")
+def host_syncs(module: cst.Module) -> list[Hit]:
     """Every device-to-host sync that runs on each step of a training loop, in source order."""
     finder = _Finder()
     module.visit(finder)
@@ -48,7 +42,7 @@ def host_syncs(module: cst.Module) -> list[HostSync]:
             continue
         what = _sync(candidate, losses.get(id(loop), set()))
         if what is not None:
-            found.append(HostSync(candidate, what))
+            found.append(Hit(candidate, what))
     return found
 
 

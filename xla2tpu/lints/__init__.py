@@ -1,0 +1,34 @@
+"""Whole-module analyses for `kind = "lint"` rules: findings that depend on context (the loop
+around a call, say) rather than on one site. A lint is a pure function of the parsed module
+returning `Hit`s; the rewriter reports each with the rule's cases (always manual).
+Register one with `@lint("name")` in a module of this package and import it below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+
+
+@dataclass(frozen=True)
+class Hit:
+    node: cst.CSTNode  # reported at this node's position; `{source}` is its code
+    what: str  # a short description; conditions see it as the site's value
+
+
+LintFn = Callable[[cst.Module], list[Hit]]
+LINTS: dict[str, LintFn] = {}
+
+
+def lint(name: str) -> Callable[[LintFn], LintFn]:
+    def register(function: LintFn) -> LintFn:
+        LINTS[name] = function
+        return function
+
+    return register
+
+
+# Lint modules register themselves on import (kept last: they import this module).
+from xla2tpu.lints import host_sync  # noqa: E402,F401
