@@ -170,3 +170,18 @@ def test_a_rule_that_raises_is_an_internal_error(monkeypatch: pytest.MonkeyPatch
     result = process_source("t.py", b"import torch_xla.core.xla_model as xm\nxm.mark_step()\n", ALL)
     assert result.internal_error and "please report it" in result.error
     assert result.new_source is None
+
+
+def test_new_imports_go_in_sorted_place_in_their_section() -> None:
+    source = """\
+    import argparse
+    import time
+
+    import numpy as np
+    import torch_xla.core.xla_model as xm
+
+    xm.save({}, "ckpt.pt")
+    d = xm.xla_device()
+    """
+    fixed = fix(source)
+    assert fixed.startswith("import argparse\nimport os\nimport time\n\nimport numpy as np\nimport torch\n")

@@ -203,8 +203,8 @@ def test_reference_replace_name_conditions_assignments_and_tails(tmp_path: Path,
     """
     result = run(tmp_path, monkeypatch, REFERENCES, source)
     assert output(result, source) == textwrap.dedent("""\
-    import torch
     import m
+    import torch
     import torch_xla.core.xla_env_vars as xenv
 
     a = "PJRT_DEVICE"

@@ -1,15 +1,43 @@
-"""Bytes to text and back, exactly: encoding cookie, BOM and line endings are kept."""
+"""Bytes to text and back, exactly: encoding cookie, BOM and line endings are kept.
+
+`decode` also refuses text that the parser cannot take safely, because LibCST's native
+parser does not guard its stack: a few thousand nested brackets or unary operators crash
+the whole process (a segmentation fault, not an exception), and its time and memory grow
+with size far beyond what a source file needs. Both limits are in docs/reliability.md.
+"""
 
 from __future__ import annotations
 
+import ast
 import codecs
 import io
+import re
 import tokenize
+import warnings
 from dataclasses import dataclass
+
+# Above this a file is reported, not parsed: LibCST takes about 0.4 GB of memory and 10 s
+# per MB, and hand-written Python files stay under 1 MB (the largest in torch is ~1 MB).
+MAX_SOURCE_BYTES = 2 * 1024 * 1024
+
+# CPython refuses these itself, so a file that hits one could never run; the messages are
+# CPython's own. RecursionError and MemoryError are how its parser reports deep nesting.
+_NESTING_MESSAGES = ("too many nested parentheses", "too many levels of indentation", "too complex")
+
+# When CPython rejects the file for another reason (e.g. syntax newer than this Python),
+# it never got to the nesting, so the guard falls back to a scan of the raw text. Brackets
+# are counted through strings and comments too: a false alarm needs hundreds of unbalanced
+# brackets in string literals of a file CPython already rejects. The limits are CPython's
+# for brackets and half of what LibCST survives for operator chains (measured: 3,000
+# nested brackets or 10,000 unary operators crash it).
+_MAX_BRACKET_DEPTH = 200
+_OPERATOR_CHAIN = re.compile(r"(?:(?:[-+~]|\bnot\b|\bawait\b|\blambda\b[^:\n]*:)\s*){1000}")
+_BRACKETS = bytes.maketrans(b"([{)]}", b"\x01\x01\x01\xff\xff\xff")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"([{)]}")
 
 
 class DecodeError(Exception):
-    """The bytes are not Python source text; the message says why."""
+    """The bytes are not Python source text xla2tpu can read; the message says why, on one line."""
 
 
 @dataclass(frozen=True)
@@ -23,8 +51,14 @@ class Decoded:
 
 
 def decode(data: bytes) -> Decoded:
+    """The text of `data`, or DecodeError when it is not source the parser can take safely."""
     if b"\x00" in data:
         raise DecodeError("binary file (contains NUL bytes), not Python source")
+    if len(data) > MAX_SOURCE_BYTES:
+        raise DecodeError(
+            f"too large to parse: {len(data) / 2**20:.1f} MB, above the {MAX_SOURCE_BYTES // 2**20} MB limit"
+            " (generated code? exclude it with `extend-exclude`)"
+        )
     bom = data.startswith(codecs.BOM_UTF8)
     body = data[len(codecs.BOM_UTF8):] if bom else data
     try:
@@ -41,4 +75,38 @@ def decode(data: bytes) -> Decoded:
         raise DecodeError(f"not valid {encoding}: byte 0x{bad} on line {line} (declare the encoding with a coding cookie)") from None
     except LookupError:
         raise DecodeError(f"unknown encoding {encoding!r}") from None
+    check_nesting(text)
     return Decoded(text, encoding, bom)
+
+
+def check_nesting(text: str) -> None:
+    """Raise DecodeError when `text` nests deeper than a parser can follow without crashing.
+
+    CPython's own parser is the judge: it is fast (a tenth of LibCST's time) and guards
+    every kind of nesting. It never runs the code: `compile` with PyCF_ONLY_AST only parses.
+    """
+    try:
+        with warnings.catch_warnings():  # invalid escapes and the like are not our business
+            warnings.simplefilter("ignore")
+            compile(text, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (RecursionError, MemoryError):
+        raise DecodeError("cannot parse: the code nests too deeply (Python itself refuses it)") from None
+    except SyntaxError as exc:
+        if (exc.msg or "").startswith(_NESTING_MESSAGES):
+            raise DecodeError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
+        _scan_nesting(text)
+    except ValueError:  # text CPython cannot take at all (e.g. lone surrogates): LibCST will say why
+        _scan_nesting(text)
+
+
+def _scan_nesting(text: str) -> None:
+    raw = text.encode("utf-8", "surrogatepass")
+    steps = memoryview(raw.translate(_BRACKETS, _NOT_BRACKETS)).cast("b")  # +1 open, -1 close
+    depth = deepest = 0
+    for step in steps:
+        depth = max(0, depth + step)
+        deepest = max(deepest, depth)
+    if deepest > _MAX_BRACKET_DEPTH:
+        raise DecodeError(f"cannot parse: brackets nest {deepest} deep (Python allows {_MAX_BRACKET_DEPTH})")
+    if _OPERATOR_CHAIN.search(text):
+        raise DecodeError("cannot parse: a chain of 1,000 or more prefix operators nests too deeply")

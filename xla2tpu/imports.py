@@ -6,6 +6,8 @@ aliases are still used. Nothing else in the file moves.
 
 from __future__ import annotations
 
+import sys
+
 import libcst as cst
 from libcst.metadata import CodeRange
 
@@ -163,8 +165,57 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
     )
 
 
+def _first_module(statement: cst.BaseStatement) -> str:
+    small = statement.body[0]  # type: ignore[attr-defined]
+    if isinstance(small, cst.Import):
+        return dotted_name(small.names[0].name) or ""
+    return dotted_name(small.module) if isinstance(small, cst.ImportFrom) and small.module else ""
+
+
+def _import_groups(body: list[cst.BaseStatement]) -> list[list[int]]:
+    """Runs of module-level import lines, split where a blank line separates them (isort's sections)."""
+    groups: list[list[int]] = []
+    for index, statement in enumerate(body):
+        if not _is_import_line(statement) or _is_future(statement):
+            continue
+        joined = groups and groups[-1][-1] == index - 1 and not any(
+            line.comment is None for line in statement.leading_lines
+        )
+        if joined:
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    return groups
+
+
+def _stdlib(name: str) -> bool:
+    return name.split(".")[0] in sys.stdlib_module_names
+
+
+def _group_for(name: str, body: list[cst.BaseStatement], groups: list[list[int]]) -> list[int] | None:
+    """The import section `import name` belongs to: its own package's, else the stdlib or
+    third-party one, else the first (in sorted place there)."""
+    root = name.split(".")[0]
+    modules = [[_first_module(body[i]) for i in group] for group in groups]
+    for group, names in zip(groups, modules):
+        if any(m.split(".")[0] == root for m in names):
+            return group
+    for group, names in zip(groups, modules):
+        if names and all(_stdlib(m) == _stdlib(name) for m in names):
+            return group
+    return groups[0] if groups else None
+
+
+def _import_line(name: str) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.parse_expression(name))])])  # type: ignore[arg-type]
+
+
 def add_imports(module: cst.Module, roots: set[str]) -> cst.Module:
-    """Insert `import <module>` for each module, before the first import (after docstring/futures)."""
+    """Insert `import <module>` for each module needed, in sorted place within its import section.
+
+    Without a fitting section, new imports go before the first import (or after the
+    docstring and `__future__` imports when there is none).
+    """
     present = {
         dotted_name(alias.name)
         for statement in module.body
@@ -173,37 +224,41 @@ def add_imports(module: cst.Module, roots: set[str]) -> cst.Module:
         if isinstance(small, cst.Import)
         for alias in small.names
     }
-    roots = roots - present  # a submodule import the file already has is not added twice
-    if not roots:
-        return module
     body = list(module.body)
-    position = next(
-        (i for i, s in enumerate(body) if _is_import_line(s) and not _is_future(s)),
-        None,
-    )
-    if position is None:
-        position = 0
-        if body and _is_docstring(body[0]):
-            position = 1
-        while position < len(body) and _is_future(body[position]):
-            position += 1
-    new = [
-        cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.parse_expression(root))])])  # type: ignore[arg-type]
-        for root in sorted(roots)
-    ]
-    if position < len(body) and _is_import_line(body[position]):
-        # The comments above the import block stay above it.
-        new[0] = new[0].with_changes(leading_lines=body[position].leading_lines)
+    for name in sorted(roots - present):  # a module the file already imports is not added twice
+        _insert(body, name)
+    return module.with_changes(body=body) if roots - present else module
+
+
+def _insert(body: list[cst.BaseStatement], name: str) -> None:
+    line = _import_line(name)
+    group = _group_for(name, body, _import_groups(body))
+    if group is not None:
+        after = [i for i in group if _first_module(body[i]) > name]
+        position = after[0] if after else group[-1] + 1
+        if position == group[0]:
+            # The comments above the section stay above it.
+            line = line.with_changes(leading_lines=body[position].leading_lines)
+            body[position] = body[position].with_changes(leading_lines=[])
+        body.insert(position, line)
+        return
+    position = next((i for i, s in enumerate(body) if _is_import_line(s) and not _is_future(s)), None)
+    if position is not None:
+        line = line.with_changes(leading_lines=body[position].leading_lines)
         body[position] = body[position].with_changes(leading_lines=[])
-    elif position < len(body):
+        body.insert(position, line)
+        return
+    position = 1 if body and _is_docstring(body[0]) else 0
+    while position < len(body) and _is_future(body[position]):
+        position += 1
+    if position < len(body):
         # A new import block: spaced like the statement it precedes, and set off from it.
         following = body[position]
         lines = list(following.leading_lines)
         blanks = 0
         while blanks < len(lines) and lines[blanks].comment is None:
             blanks += 1
-        new[0] = new[0].with_changes(leading_lines=lines[:blanks] if position else [])
+        line = line.with_changes(leading_lines=lines[:blanks] if position else [])
         if position and not blanks:
             body[position] = following.with_changes(leading_lines=[cst.EmptyLine(), *lines])
-    body[position:position] = new
-    return module.with_changes(body=body)
+    body.insert(position, line)
