@@ -32,7 +32,7 @@ from xla2tpu.settings import Settings
 # `tests/test_catalogue.py` checks that every name and string a rule matches contains one.
 PREFILTER = re.compile(
     rb"torch_xla|optimum|openxla|PJRT_|XRT_|XLA_|_XLA|[\"']xla\b|torch[._]tpu|_tpu|TPU_|\.TPU\b|[\"']tpu"
-    rb"|torch-xla|torchax|XLA[A-Z]|TPU[A-Z]|\.tpu\(|\.XLA\b|_NUM_DEVICES|TORCH_DEVICE_BACKEND_AUTOLOAD|ALLREDUCE_GRADIENTS"
+    rb"|torch-xla|torchax|XLA[A-Z]|TPU[A-Z]|\.tpu\(|\.XLA\b|_NUM_DEVICES|TORCH_DEVICE_BACKEND_AUTOLOAD|ALLREDUCE_GRADIENTS|tpu_num_cores"
 )
 
 # Below this many candidate files a pool costs more to start than it saves.

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import signal
 import stat
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +23,14 @@ DEFAULT_EXCLUDE = (
 )  # fmt: skip
 
 SOURCE_SUFFIXES = (".py",)
+
+# A file above this is not even read: no source file is this large, and reading a log or a
+# data dump named *.py into memory (and a worker's) could exhaust it. The parse limit, far
+# lower, is decode.MAX_SOURCE_BYTES; between the two a file is read for the prefilter only.
+MAX_READ_BYTES = 256 * 1024 * 1024
+
+# The prefix and suffix of the temporary file a fix is written to before the rename.
+TEMPORARY_PREFIX, TEMPORARY_SUFFIX = ".", ".xla2tpu"
 
 
 class FileProblem(Exception):
@@ -89,8 +101,9 @@ def _ignored(path: Path, is_dir: bool, ignores: list[tuple[Path, pathspec.GitIgn
 def discover(paths: Sequence[Path], excluder: Excluder, suffixes: Sequence[str] = SOURCE_SUFFIXES) -> Iterator[Found]:
     """Files under `paths` in a stable order. A file named explicitly is always read."""
     for path in paths:
-        if path.is_symlink() and not path.exists():
-            yield Found(path, "dangling symbolic link")
+        broken = _broken_link(path)
+        if broken is not None:
+            yield Found(path, broken)
         elif path.is_dir():
             root = path.resolve()
             yield from _walk(path, root, excluder, suffixes, _ancestor_ignores(root))
@@ -121,64 +134,134 @@ def _walk(
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
             is_link = entry.is_symlink()
-        except OSError:
+        except OSError as exc:
+            yield Found(path, f"cannot read: {exc.strerror or exc}")
             continue
         if excluder.excluded(path, is_dir) or _ignored(real_path, is_dir, ignores):
             continue
         if is_dir:
             yield from _walk(path, real_path, excluder, suffixes, ignores)
         elif entry.name.endswith(tuple(suffixes)):
-            if is_link and not path.exists():
-                yield Found(path, "dangling symbolic link")
+            broken = _broken_link(path) if is_link else None
+            if broken is not None:
+                yield Found(path, broken)
             elif is_link and path.is_dir():
                 continue  # linked folders are not followed: they can loop
             else:
                 yield Found(path)
 
 
+def _broken_link(path: Path) -> str | None:
+    """Why `path`, a symbolic link, leads nowhere; None when it is not a broken link."""
+    if not path.is_symlink():
+        return None
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return "symbolic link loop" if exc.errno == errno.ELOOP else "dangling symbolic link"
+    return None
+
+
 def read(path: Path) -> bytes:
+    """The bytes of a regular file. Opened without blocking and checked on the open
+    descriptor, so a FIFO (or a file swapped for one) can never hang the run."""
     try:
-        info = path.stat()
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
+        if exc.errno == errno.EISDIR:
+            raise FileProblem("is a folder") from None
         raise FileProblem(f"cannot read: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise FileProblem("is a folder")
-    if not stat.S_ISREG(info.st_mode):
-        raise FileProblem("not a regular file (a FIFO, socket or device is never read)")
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise FileProblem(f"cannot read: {exc.strerror or exc}") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        info = os.fstat(descriptor)
+        if stat.S_ISDIR(info.st_mode):
+            raise FileProblem("is a folder")
+        if not stat.S_ISREG(info.st_mode):
+            raise FileProblem("not a regular file (a FIFO, socket or device is never read)")
+        if info.st_size > MAX_READ_BYTES:
+            raise FileProblem(
+                f"not read: {info.st_size / 2**20:.0f} MB is larger than any source file"
+                f" (the limit is {MAX_READ_BYTES // 2**20} MB; exclude it with `extend-exclude`)"
+            )
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise FileProblem(f"cannot read: {exc.strerror or exc}") from None
 
 
 def write_atomic(path: Path, data: bytes, expected_digest: bytes | None) -> None:
     """Replace `path` by `data` in one rename, unless it changed since it was read.
 
     `expected_digest` is the sha256 of the bytes that were read (None: do not check).
-    The new file gets the old one's permission bits; a symbolic link keeps pointing at the
-    file it pointed at, which is the one replaced.
+    The data goes to a temporary file in the same folder (so the rename cannot cross file
+    systems), flushed to disk, then renamed over the original: a reader, a crash or a
+    kill sees the old file or the new one, never a mix. The new file gets the old one's
+    permission bits and, where allowed, its owner and group; a symbolic link keeps
+    pointing at the file it pointed at, which is the one replaced. SIGINT and SIGTERM are
+    held while the temporary file exists, so an interrupt never leaves one behind.
     """
     target = Path(os.path.realpath(path))
     try:
         current = target.read_bytes()
-        mode = stat.S_IMODE(target.stat().st_mode)
+        info = target.stat()
     except OSError as exc:
         raise FileProblem(f"cannot write: {exc.strerror or exc}") from None
     if expected_digest is not None and hashlib.sha256(current).digest() != expected_digest:
         raise FileProblem("changed on disk while xla2tpu ran; not overwritten (run again)")
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".xla2tpu")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException as exc:  # an interrupt too: the original stays, the temporary goes
+    with signals_held():
         try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
+            handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f"{TEMPORARY_PREFIX}{target.name}.", suffix=TEMPORARY_SUFFIX)
+        except OSError as exc:
             raise FileProblem(f"cannot write: {exc.strerror or exc}") from None
-        raise
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            _keep_owner(temporary, info)
+            os.chmod(temporary, stat.S_IMODE(info.st_mode))
+            os.replace(temporary, target)
+        except BaseException as exc:  # the original stays, the temporary goes
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            if isinstance(exc, OSError):
+                raise FileProblem(f"cannot write: {exc.strerror or exc}") from None
+            raise
+
+
+def _keep_owner(temporary: str, info: os.stat_result) -> None:
+    """Give the new file the old one's owner and group: `sudo xla2tpu fix` must not make a
+    user's files root's. Only root (or the owner, for the group) may; otherwise the new
+    file is the runner's, as with any editor."""
+    if (info.st_uid, info.st_gid) == (os.getuid(), os.getgid()):
+        return
+    try:
+        os.chown(temporary, info.st_uid, info.st_gid)
+    except OSError:
+        pass
+
+
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM for the duration of the block, then deliver the first one.
+
+    A handler runs between any two bytecodes, so without this an interrupt could land
+    after the temporary file is created and before the `try` that removes it. Signals are
+    only handled in the main thread; elsewhere the block runs unprotected.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {number: signal.signal(number, lambda number, _frame: received.append(number)) for number in _HELD_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+        if received:
+            signal.raise_signal(received[0])
