@@ -54,4 +54,4 @@ def test_migrated_program_is_stable(program: Path) -> None:
 
 
 def test_the_programs_are_there() -> None:
-    assert {"single_device", "xmp_spawn_dp"} <= {p.name for p in PROGRAMS}
+    assert {"single_device", "xmp_spawn_dp", "hf_inference"} <= {p.name for p in PROGRAMS}
