@@ -226,6 +226,7 @@ def test_verify_command_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(runner, "engine_migrate", _no_migration)
     monkeypatch.setenv(backends.FORCE_ENV, "cpu-standin")
+    monkeypatch.delenv("XLA2TPU_LEGACY_PYTHON", raising=False)  # --legacy-python's variable
     script = tmp_path / "plain.py"
     script.write_text("print('no results line')\n")
     result = CliRunner().invoke(verify_command, [str(script), "--format", "json"])
