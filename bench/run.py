@@ -125,7 +125,7 @@ class Bench:
         self.ruff_config.write_text(RUFF_CONFIG)
 
     def _has_flag(self, flag: str) -> bool:
-        shown = subprocess.run([*self.xla2tpu, "check", "--help"], env=self.env, capture_output=True, text=True)
+        shown = subprocess.run([*self.xla2tpu, "check", "--help"], env=self.env, capture_output=True, text=True, check=False)
         return flag in shown.stdout
 
     def _tool(self, name: str) -> str | None:
@@ -247,7 +247,7 @@ def memory_table(bench: Bench, base: Path, scales: list[int]) -> list[str]:
 def _versions(bench: Bench) -> str:
     def version(argv: list[str]) -> str:
         try:
-            return subprocess.run(argv, capture_output=True, text=True, env=bench.env).stdout.strip().splitlines()[0]
+            return subprocess.run(argv, capture_output=True, text=True, env=bench.env, check=False).stdout.strip().splitlines()[0]
         except (OSError, IndexError):
             return "n/a"
 
@@ -258,6 +258,7 @@ def _versions(bench: Bench) -> str:
         f"Python {platform.python_version()}, libcst {libcst}",
         version([ruff, "--version"]) if ruff else "ruff: not installed",
         f"torchfix {version([torchfix, '--version'])}" if torchfix else "torchfix: not installed",
+        f"xla2tpu from {bench.args.source}",
         "xla2tpu cache: " + ("`--no-cache` available" if bench.no_cache else "none yet (no `--no-cache` flag): warm = cold"),
     ]
     return "; ".join(parts) + "."

@@ -88,14 +88,14 @@ def test_unreadable_file(invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     # CI runs as root, which chmod cannot lock out, so the refusal is simulated where it surfaces.
     target = tmp_path / "secret.py"
     target.write_text(LEGACY)
-    real = Path.read_bytes
+    real = os.open
 
-    def refuse(self: Path) -> bytes:
-        if self.name == "secret.py":
+    def refuse(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if os.fspath(path).endswith("secret.py"):
             raise PermissionError(13, "Permission denied")
-        return real(self)
+        return real(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    monkeypatch.setattr(os, "open", refuse)
     (tmp_path / "other.py").write_text(LEGACY)
     result = invoke("check", ".")
     assert _errors(result.output)["secret.py"] == "cannot read: Permission denied"

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper
 
 from xla2tpu import catalogue as catalogue_mod
 from xla2tpu import prechecks
@@ -23,6 +22,7 @@ from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
 from xla2tpu.imports import ImportHygiene, UsedNames, add_imports, has_matching_import
 from xla2tpu.index import build
 from xla2tpu.noqa import Suppressions, skip_file
+from xla2tpu.outline import Outline
 from xla2tpu.resolve import Canonicaliser, ImportResolver
 from xla2tpu.rewriter import FileContext, Rewriter
 from xla2tpu.settings import Settings
@@ -34,6 +34,8 @@ PREFILTER = re.compile(
     rb"torch_xla|optimum|openxla|PJRT_|XRT_|XLA_|_XLA|[\"']xla\b|torch[._]tpu|_tpu|TPU_|\.TPU\b|[\"']tpu"
     rb"|torch-xla|torchax|XLA[A-Z]|TPU[A-Z]|\.tpu\(|\.XLA\b|_NUM_DEVICES|TORCH_DEVICE_BACKEND_AUTOLOAD|ALLREDUCE_GRADIENTS|tpu_num_cores"
 )
+# The same tokens over text, for the statements of a file that passed (see outline.py).
+_PREFILTER_TEXT = re.compile(PREFILTER.pattern.decode("ascii"))
 
 # Below this many candidate files a pool costs more to start than it saves.
 _POOL_MIN_FILES = 16
@@ -108,13 +110,14 @@ def _hint(text: str, line: int) -> str:
 def _rewrite(result: FileResult, module: cst.Module, decoded: Decoded, settings: Settings) -> None:
     catalogue = catalogue_mod.load()
     canonical = Canonicaliser(catalogue.module_renames)
-    resolver = ImportResolver(canonical)
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    wrapper.module.visit(resolver)
     verdicts = prechecks.verdicts(catalogue, settings.selected, decoded.text)
     selected = settings.selected - prechecks.disabled(catalogue, verdicts)
+    index = build(catalogue, selected)
+    outline = Outline(module, _PREFILTER_TEXT, canonical, index)
+    resolver = ImportResolver(canonical, outline.pruned)
+    module.visit(resolver)
     suppressions = Suppressions(decoded.text)
-    ctx = FileContext(decoded.text, build(catalogue, selected), settings, resolver, suppressions)
+    ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline)
     for verdict in verdicts:  # file rules are reports only: their one case is manual
         case = verdict.rule.cases[-1]
         if not suppressions.suppressed(verdict.line, verdict.rule.code):
@@ -124,14 +127,17 @@ def _rewrite(result: FileResult, module: cst.Module, decoded: Decoded, settings:
                            end_line=verdict.line, end_col=verdict.end_col + 1)
             )
     rewriter = Rewriter(ctx, module)
-    new_module = wrapper.visit(rewriter)
+    new_module = module.visit(rewriter)
     if has_matching_import(ctx, canonical):
-        used = UsedNames()
+        used = UsedNames(outline.pruned)
         new_module.visit(used)
-        new_module = new_module.visit(ImportHygiene(ctx, used.names, rewriter.import_positions, canonical))
+        new_module = new_module.visit(ImportHygiene(ctx, used.names, rewriter.import_positions, canonical, outline.pruned))
     new_module = add_imports(new_module, ctx.imports_needed)
     result.diagnostics = sorted(ctx.diagnostics)
-    code = new_module.code
+    result.encoding = decoded.encoding
+    if not any(diagnostic.fixed for diagnostic in ctx.diagnostics):
+        return  # nothing was rewritten: no code to generate
+    code = outline.render(new_module)
     if code != decoded.text:
         try:
             ast.parse(code)
@@ -142,7 +148,6 @@ def _rewrite(result: FileResult, module: cst.Module, decoded: Decoded, settings:
                 raise _InputSyntaxError(original) from None
             raise AssertionError(f"the rewrite does not parse: {exc}") from exc
         result.new_source = decoded.encode(code)
-    result.encoding = decoded.encoding
 
 
 def _init_worker() -> None:

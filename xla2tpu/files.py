@@ -54,11 +54,15 @@ class Excluder:
 
     def __init__(self, root: Path, patterns: Sequence[str]) -> None:
         self.root = root
+        self._real_root = Path(os.path.realpath(root))
         self.spec = _spec(patterns)
 
     def excluded(self, path: Path, is_dir: bool) -> bool:
+        # Where the entry sits, not where a link points: a link's own place decides, and
+        # resolving a link loop would raise.
+        where = Path(os.path.realpath(path.parent)) / path.name
         try:
-            relative = path.resolve().relative_to(self.root.resolve()).as_posix()
+            relative = where.relative_to(self._real_root).as_posix()
         except ValueError:
             relative = path.name
         if is_dir:

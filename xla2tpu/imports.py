@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+from collections.abc import Container
+
 import libcst as cst
 from libcst.metadata import CodeRange
 
@@ -19,9 +21,13 @@ from xla2tpu.rewriter import FileContext, StatementPruner
 class UsedNames(cst.CSTVisitor):
     """Every name read outside import statements (attribute tails excluded)."""
 
-    def __init__(self) -> None:
+    def __init__(self, pruned: Container[int] = ()) -> None:
         super().__init__()
         self.names: set[str] = set()
+        self.pruned = pruned  # statements without any torch_xla name (see outline.py)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return id(node) not in self.pruned and super().on_visit(node)
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -73,14 +79,27 @@ class ImportHygiene(StatementPruner):
         used: set[str],
         positions: dict[int, CodeRange],
         canonical: Canonicaliser,
+        pruned: Container[int] = (),
     ) -> None:
         super().__init__()
+        self.pruned = pruned
         self.ctx = ctx
         self.used = used
         self.positions = positions
         self.canonical = canonical
         self._depth = 0
         self._tries: list[cst.Try] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # Imports are statements: expressions and pruned statements cannot hold one.
+        if isinstance(node, cst.BaseExpression) or id(node) in self.pruned:
+            return False
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[no-untyped-def]
+        if isinstance(original_node, cst.BaseExpression) or id(original_node) in self.pruned:
+            return updated_node
+        return super().on_leave(original_node, updated_node)
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False  # keep the alias nodes identical: their positions are keyed by identity

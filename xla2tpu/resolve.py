@@ -9,7 +9,7 @@ Binding a name to `None` (the `except ImportError: xm = None` fallback) does not
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 
 import libcst as cst
 
@@ -84,8 +84,9 @@ class Canonicaliser:
 class ImportResolver(cst.CSTVisitor):
     """Collects the scopes of a module and what each import binds in them."""
 
-    def __init__(self, canonical: Canonicaliser) -> None:
+    def __init__(self, canonical: Canonicaliser, pruned: Container[int] = ()) -> None:
         self.canonical = canonical
+        self.pruned = pruned  # ids of statements not visited (see outline.py)
         self.module_scope = Scope(None)
         self.scope_of: dict[int, Scope] = {}  # id(FunctionDef/ClassDef/Lambda) -> its scope
         self._stack: list[Scope] = [self.module_scope]
@@ -95,6 +96,13 @@ class ImportResolver(cst.CSTVisitor):
     @property
     def scope(self) -> Scope:
         return self._stack[-1]
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return id(node) not in self.pruned and super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if id(original_node) not in self.pruned:
+            super().on_leave(original_node)
 
     def _push(self, node: cst.CSTNode, is_class: bool = False) -> None:
         scope = Scope(self.scope, is_class)

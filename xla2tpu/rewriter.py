@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import libcst as cst
-from libcst.metadata import CodeRange, PositionProvider
+from libcst.metadata import CodeRange
 
 from xla2tpu import patterns, templates
 from xla2tpu.catalogue import Case, Rule
@@ -20,6 +20,7 @@ from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.index import RuleIndex
 from xla2tpu.lints import LINTS
 from xla2tpu.noqa import Suppressions
+from xla2tpu.outline import Outline
 from xla2tpu.settings import Settings
 from xla2tpu.resolve import ImportResolver, Scope, resolve
 from xla2tpu.statements import pass_statement, prune, prune_small
@@ -50,8 +51,10 @@ class FileContext:
         settings: Settings,
         resolver: ImportResolver,
         suppressions: Suppressions,
+        outline: Outline,
     ) -> None:
         self.source = source
+        self.outline = outline
         self.index = index
         self.settings = settings
         self.resolver = resolver
@@ -151,8 +154,6 @@ class StatementPruner(cst.CSTTransformer):
 
 
 class Rewriter(StatementPruner):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     def __init__(self, ctx: FileContext, module: cst.Module) -> None:
         super().__init__()
         self.ctx = ctx
@@ -177,6 +178,8 @@ class Rewriter(StatementPruner):
     # ------------------------------------------------------------------ bookkeeping
     def on_visit(self, node: cst.CSTNode) -> bool:
         self._parents.append(node)
+        if id(node) in self.ctx.outline.pruned:
+            return False
         scope = self.ctx.resolver.scope_of.get(id(node))
         if scope is not None:
             self._scopes.append(scope)
@@ -203,7 +206,8 @@ class Rewriter(StatementPruner):
         return self._parents[-depth] if len(self._parents) >= depth else None
 
     def _where(self, node: cst.CSTNode) -> CodeRange:
-        return self.get_metadata(PositionProvider, node)
+        # [0] is the module, [1] the top-level statement being visited (none yet: module-wide lints)
+        return self.ctx.outline.where(self._parents[1] if len(self._parents) > 1 else None, node)
 
     def _choose(self, rule: Rule, site: Site) -> Case | None:
         """The case that decides this site, or None when the rule's own `when` rules it out."""
