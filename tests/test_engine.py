@@ -185,3 +185,12 @@ def test_new_imports_go_in_sorted_place_in_their_section() -> None:
     """
     fixed = fix(source)
     assert fixed.startswith("import argparse\nimport os\nimport time\n\nimport numpy as np\nimport torch\n")
+
+
+def test_a_file_the_parser_cannot_reprint_exactly_is_not_fixed() -> None:
+    source = b"import torch_xla.core.xla_model as xm\nd = xm.xla_device()\n \n  # c\n\t# d\n"
+    result = process_source("t.py", source, ALL)
+    assert result.new_source is None
+    assert result.error is not None and result.error.startswith("not fixed:")
+    assert [d.code for d in result.diagnostics] == ["XLA001", "XLA101"]
+    assert not any(d.fixed for d in result.diagnostics)

@@ -7,6 +7,7 @@ files, in a process pool when there are enough of them to pay for one.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import re
 import traceback
@@ -139,6 +140,14 @@ def _rewrite(result: FileResult, module: cst.Module, decoded: Decoded, settings:
         return  # nothing was rewritten: no code to generate
     code = outline.render(new_module)
     if code != decoded.text:
+        if module.code != decoded.text:
+            # LibCST does not print every input back byte for byte (some whitespace-only
+            # lines next to oddly indented comments): a fix would lose lines nobody edited.
+            for index, diagnostic in enumerate(result.diagnostics):
+                if diagnostic.fixed:
+                    result.diagnostics[index] = dataclasses.replace(diagnostic, fixed=False)
+            result.error = "not fixed: this file's whitespace-only lines cannot be kept exactly by the parser; apply the findings by hand"
+            return
         try:
             ast.parse(code)
         except SyntaxError as exc:  # never write a file that no longer parses
