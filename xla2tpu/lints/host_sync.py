@@ -118,25 +118,22 @@ class _Finder(cst.CSTVisitor):
 
     def visit_For(self, node: cst.For) -> bool:
         node.iter.visit(self)  # the iterable is evaluated once, outside the loop
-        self.loops.append(node)
-        self.periodic.append(False)
-        node.body.visit(self)
-        self.loops.pop()
-        self.periodic.pop()
-        if node.orelse is not None:
-            node.orelse.visit(self)
+        self._loop(node, node.body)
         return False
 
     def visit_While(self, node: cst.While) -> bool:
+        self._loop(node, node.test, node.body)  # the test runs on every iteration
+        return False
+
+    def _loop(self, node: Loop, *inside: cst.CSTNode) -> None:
         self.loops.append(node)
         self.periodic.append(False)
-        node.test.visit(self)
-        node.body.visit(self)
+        for part in inside:
+            part.visit(self)
         self.loops.pop()
         self.periodic.pop()
         if node.orelse is not None:
             node.orelse.visit(self)
-        return False
 
     def visit_If(self, node: cst.If) -> bool:
         self.candidates.append((node.test, self.loops[-1], self.periodic[-1]))
