@@ -216,17 +216,12 @@ def _is_none(node: cst.BaseExpression) -> bool:
 
 def resolve(scope: Scope, node: cst.BaseExpression) -> str | None:
     """The qualified name `node` (a Name/Attribute chain) refers to in `scope`, if imported."""
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
+    name = dotted_name(node)
+    if name is None:
         return None
-    base = scope.lookup(node.value)
-    if base is None:
-        return None
-    parts.append(base)
-    return ".".join(reversed(parts))
+    root, dot, rest = name.partition(".")
+    base = scope.lookup(root)
+    return None if base is None else base + dot + rest
 
 
 def matches_any(qualname: str, patterns: Iterable[str]) -> bool:
