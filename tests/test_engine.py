@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import textwrap
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -10,8 +12,11 @@ import pytest
 from xla2tpu import catalogue
 from xla2tpu.diagnostics import FixClass
 from xla2tpu.engine import process_source
+from xla2tpu.outline import Spans
 from xla2tpu.resolve import Canonicaliser, ImportResolver, resolve
 from xla2tpu.settings import Settings
+
+from tests.fixture_cases import FIXTURES, ROOT
 
 ALL = Settings(catalogue.load().select(["ALL"], []), frozenset({FixClass.SAFE, FixClass.UNSAFE}))
 
@@ -194,3 +199,34 @@ def test_a_file_the_parser_cannot_reprint_exactly_is_not_fixed() -> None:
     assert result.error is not None and result.error.startswith("not fixed:")
     assert [d.code for d in result.diagnostics] == ["XLA001", "XLA101"]
     assert not any(d.fixed for d in result.diagnostics)
+
+
+def test_lines_the_parser_cannot_reprint_in_an_untouched_statement_are_kept() -> None:
+    # The odd lines belong to `x = 1`, which no fix touches: its bytes are copied, not reprinted.
+    source = b"import torch_xla.core.xla_model as xm\nd = xm.xla_device()\nx = 1\n \n  # c\n\t# d\n"
+    result = process_source("t.py", source, ALL)
+    assert result.error is None, result.error
+    assert result.new_source is not None
+    assert result.new_source.endswith(b"\nx = 1\n \n  # c\n\t# d\n")
+    assert b"xla_device" not in result.new_source
+
+
+_SPAN_SOURCES = sorted(
+    [*FIXTURES.rglob("*.py"), *(ROOT / "xla2tpu").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+)
+
+
+@pytest.mark.parametrize("path", _SPAN_SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_statement_spans_from_cpython_tree_match_libcst(path: Path) -> None:
+    """The slices taken from `ast` line numbers are exactly the code LibCST gives each statement."""
+    source = path.read_text(encoding="utf-8")
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        pytest.skip("not Python that CPython accepts")
+    module = cst.parse_module(source)
+    spans = Spans.of(module, source, tree)
+    assert spans.exact
+    texts = [spans.text(i) for i in range(len(module.body))]
+    assert spans.header() + "".join(texts) + spans.footer() == source
+    assert texts == [module.code_for_node(statement) for statement in module.body]

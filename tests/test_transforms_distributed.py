@@ -28,7 +28,7 @@ def _site(code: str) -> CallSite:
     module = cst.parse_module(code)
     call = cst.parse_expression("f()")
     assert isinstance(call, cst.Call)
-    return CallSite(call, call, {}, {}, None, module, Scope(None), [], lambda q: (q, None))
+    return CallSite(call, call, {}, {}, None, module, code, Scope(None), [], lambda q: (q, None))
 
 
 def test_fresh_name_avoids_every_word_of_the_module() -> None:

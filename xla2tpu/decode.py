@@ -14,7 +14,7 @@ import io
 import re
 import tokenize
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Above this a file is reported, not parsed: LibCST takes about 0.4 GB of memory and 10 s
 # per MB, and hand-written Python files stay under 1 MB (the largest in torch is ~1 MB).
@@ -44,6 +44,8 @@ class Decoded:
     text: str
     encoding: str
     bom: bool
+    # CPython's own tree of the text, kept from the nesting check; None when it rejects the text.
+    tree: ast.Module | None = field(default=None, compare=False, repr=False)
 
     def encode(self, text: str) -> bytes:
         return (codecs.BOM_UTF8 if self.bom else b"") + text.encode(self.encoding)
@@ -74,20 +76,20 @@ def decode(data: bytes) -> Decoded:
         raise DecodeError(f"not valid {encoding}: byte 0x{bad} on line {line} (declare the encoding with a coding cookie)") from None
     except LookupError:
         raise DecodeError(f"unknown encoding {encoding!r}") from None
-    check_nesting(text)
-    return Decoded(text, encoding, bom)
+    return Decoded(text, encoding, bom, check_nesting(text))
 
 
-def check_nesting(text: str) -> None:
+def check_nesting(text: str) -> ast.Module | None:
     """Raise DecodeError when `text` nests deeper than a parser can follow without crashing.
 
     CPython's own parser is the judge: it is fast (a tenth of LibCST's time) and guards
     every kind of nesting. It never runs the code: `compile` with PyCF_ONLY_AST only parses.
+    Its tree is returned (None when CPython rejects the text for another reason).
     """
     try:
         with warnings.catch_warnings():  # invalid escapes and the like are not our business
             warnings.simplefilter("ignore")
-            compile(text, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            return compile(text, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except (RecursionError, MemoryError):
         raise DecodeError("cannot parse: the code nests too deeply (Python itself refuses it)") from None
     except SyntaxError as exc:
@@ -96,6 +98,7 @@ def check_nesting(text: str) -> None:
         _scan_nesting(text)
     except ValueError:  # text CPython cannot take at all (e.g. lone surrogates): LibCST will say why
         _scan_nesting(text)
+    return None
 
 
 def _scan_nesting(text: str) -> None:

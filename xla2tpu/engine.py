@@ -120,7 +120,7 @@ def _rewrite(result: FileResult, module: cst.Module, decoded: Decoded, settings:
     verdicts = prechecks.verdicts(catalogue, settings.selected, decoded.text)
     selected = settings.selected - prechecks.disabled(catalogue, verdicts)
     index = build(catalogue, selected)
-    outline = Outline(module, _PREFILTER_TEXT, canonical, index)
+    outline = Outline(module, decoded.text, decoded.tree, _PREFILTER_TEXT, canonical, index)
     resolver = ImportResolver(canonical, outline.pruned)
     module.visit(resolver)
     suppressions = Suppressions(decoded.text)
@@ -138,15 +138,15 @@ def _rewrite(result: FileResult, module: cst.Module, decoded: Decoded, settings:
     if has_matching_import(ctx, canonical):
         used = UsedNames(outline.pruned)
         new_module.visit(used)
-        new_module = new_module.visit(ImportHygiene(ctx, used.names, rewriter.import_positions, canonical, outline.pruned))
+        new_module = new_module.visit(ImportHygiene(ctx, used.names, rewriter.import_tops, canonical, outline.pruned))
     new_module = add_imports(new_module, ctx.imports_needed)
     result.diagnostics = sorted(ctx.diagnostics)
     result.encoding = decoded.encoding
     if not any(diagnostic.fixed for diagnostic in ctx.diagnostics):
         return  # nothing was rewritten: no code to generate
-    code = outline.render(new_module)
+    code, generated = outline.render(new_module)
     if code != decoded.text:
-        if module.code != decoded.text:
+        if not outline.reprints_changes(new_module):
             # LibCST does not print every input back byte for byte (some whitespace-only
             # lines next to oddly indented comments): a fix would lose lines nobody edited.
             for index, diagnostic in enumerate(result.diagnostics):
@@ -154,15 +154,25 @@ def _rewrite(result: FileResult, module: cst.Module, decoded: Decoded, settings:
                     result.diagnostics[index] = dataclasses.replace(diagnostic, fixed=False)
             result.error = "not fixed: this file's whitespace-only lines cannot be kept exactly by the parser; apply the findings by hand"
             return
-        try:
-            ast.parse(code)
-        except SyntaxError as exc:  # never write a file that no longer parses
+        if decoded.tree is None:  # LibCST accepted what this Python rejects: never write it
+            raise _InputSyntaxError(_python_error(decoded.text))
+        for part in generated:  # the copied parts are the input's, which parsed
             try:
-                ast.parse(decoded.text)
-            except SyntaxError as original:  # LibCST accepted what this Python rejects
-                raise _InputSyntaxError(original) from None
-            raise AssertionError(f"the rewrite does not parse: {exc}") from exc
+                ast.parse(part)
+            except SyntaxError as exc:  # never write a file that no longer parses
+                raise AssertionError(f"the rewrite does not parse: {exc}") from exc
         result.new_source = decoded.encode(code)
+
+
+def _python_error(text: str) -> SyntaxError:
+    """Why CPython rejects `text`."""
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        return exc
+    except ValueError as exc:  # e.g. a lone surrogate
+        return SyntaxError(str(exc))
+    raise AssertionError("CPython parses this text after all")
 
 
 def _init_worker() -> None:

@@ -11,7 +11,6 @@ import sys
 from collections.abc import Container
 
 import libcst as cst
-from libcst.metadata import CodeRange
 
 from xla2tpu.conditions import Site, applies, choose
 from xla2tpu.resolve import Canonicaliser, dotted_name
@@ -77,7 +76,7 @@ class ImportHygiene(StatementPruner):
         self,
         ctx: FileContext,
         used: set[str],
-        positions: dict[int, CodeRange],
+        tops: dict[int, cst.CSTNode],
         canonical: Canonicaliser,
         pruned: Container[int] = (),
     ) -> None:
@@ -85,7 +84,7 @@ class ImportHygiene(StatementPruner):
         self.pruned = pruned
         self.ctx = ctx
         self.used = used
-        self.positions = positions
+        self.tops = tops  # id(alias) -> its top-level statement, where its position is computed
         self.canonical = canonical
         self._depth = 0
         self._tries: list[cst.Try] = []
@@ -102,7 +101,7 @@ class ImportHygiene(StatementPruner):
         return super().on_leave(original_node, updated_node)
 
     def visit_Import(self, node: cst.Import) -> bool:
-        return False  # keep the alias nodes identical: their positions are keyed by identity
+        return False  # keep the alias nodes identical: `tops` is keyed by identity
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         return False
@@ -131,8 +130,8 @@ class ImportHygiene(StatementPruner):
         removed: set[int] = set()
         for qualname, bound, alias in _aliases(node, self.canonical):
             rule = self.ctx.index.imports.find(qualname)
-            where = self.positions.get(id(alias))
-            if rule is None or where is None:
+            top = self.tops.get(id(alias))
+            if rule is None or top is None:
                 continue
             site = Site(
                 target=self.ctx.settings.target,
@@ -144,7 +143,7 @@ class ImportHygiene(StatementPruner):
             if not applies(rule, site):
                 continue
             case = choose(rule.cases, site)
-            applied = self.ctx.report(rule, case, where, case.fixable, qualname)
+            applied = self.ctx.report(rule, case, self.ctx.outline.where(top, alias), case.fixable, qualname)
             if applied and case.action == "remove-import":
                 removed.add(id(alias))
         if not removed:

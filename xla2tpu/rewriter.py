@@ -159,7 +159,7 @@ class Rewriter(StatementPruner):
         self.ctx = ctx
         self.index = ctx.index
         self.module = module
-        self.import_positions: dict[int, CodeRange] = {}
+        self.import_tops: dict[int, cst.CSTNode] = {}  # id(alias) -> its top-level statement
         self._parents: list[cst.CSTNode] = []
         self._scopes: list[Scope] = [ctx.resolver.module_scope]
         self._skip: set[int] = set()  # Names/Attributes that are not references (attr, keyword, def name...)
@@ -206,8 +206,8 @@ class Rewriter(StatementPruner):
         return self._parents[-depth] if len(self._parents) >= depth else None
 
     def _where(self, node: cst.CSTNode) -> CodeRange:
-        # [0] is the module, [1] the top-level statement being visited (none yet: module-wide lints)
-        return self.ctx.outline.where(self._parents[1] if len(self._parents) > 1 else None, node)
+        # [0] is the module, [1] the top-level statement being visited
+        return self.ctx.outline.where(self._parents[1], node)
 
     def _choose(self, rule: Rule, site: Site) -> Case | None:
         """The case that decides this site, or None when the rule's own `when` rules it out."""
@@ -215,38 +215,43 @@ class Rewriter(StatementPruner):
 
     def _site(self, **fields: object) -> Site:
         return Site(
-            target=self.ctx.settings.target,
-            source=self.ctx.source,
-            top_level=len(self._scopes) == 1,
-            **fields,  # type: ignore[arg-type]
+            **{"target": self.ctx.settings.target, "source": self.ctx.source, "top_level": len(self._scopes) == 1,
+               **fields},  # type: ignore[arg-type]
         )
 
     def _source(self, case: Case, node: cst.CSTNode) -> str:
         return _short(self.module.code_for_node(node)) if "{source}" in case.message else ""
 
     def visit_Module(self, node: cst.Module) -> None:
+        outline = self.ctx.outline
         for rule in self.index.lints:
-            site = self._site()
-            if not applies(rule, site):
+            if not applies(rule, self._site()):
                 continue
-            for hit in LINTS[rule.match[0]](node):
-                case = choose(rule.cases, self._site(value=hit.what))
-                self.ctx.report(rule, case, self._where(hit.node), False, _short(self.module.code_for_node(hit.node)))
+            analyse = LINTS[rule.match[0]]
+            for statement in node.body:
+                # Its `when` read against one statement's text: the gates a lint's rule sets
+                # (a training step, say) skip the statements it would find nothing in.
+                if not applies(rule, self._site(source=outline.text(statement))):
+                    continue
+                for hit in analyse(statement):
+                    case = choose(rule.cases, self._site(value=hit.what))
+                    where = outline.where(statement, hit.node)
+                    self.ctx.report(rule, case, where, False, _short(self.module.code_for_node(hit.node)))
 
     def visit_Import(self, node: cst.Import) -> bool:
-        self._import_positions(node)
+        self._import_tops(node)
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        self._import_positions(node)
+        self._import_tops(node)
         return False
 
-    def _import_positions(self, node: cst.Import | cst.ImportFrom) -> None:
+    def _import_tops(self, node: cst.Import | cst.ImportFrom) -> None:
         # Import statements are never rewritten here, so the later hygiene pass sees these
         # very alias nodes and can report them at their original positions.
         if not isinstance(node.names, cst.ImportStar):
             for alias in node.names:
-                self.import_positions[id(alias)] = self._where(alias)
+                self.import_tops[id(alias)] = self._parents[1]
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._skip.add(id(node.value))
@@ -442,6 +447,7 @@ class Rewriter(StatementPruner):
             star_args=site.star_args,
             statement=statement,
             module=self.module,
+            source=self.ctx.source,
             scope=self.scope,
             parents=list(self._parents[:-1]),
             spell=self.ctx.spell(self.scope),

@@ -1,7 +1,10 @@
-"""Whole-module analyses for `kind = "lint"` rules: findings that depend on context (the loop
-around a call, say) rather than on one site. A lint is a pure function of the parsed module
-returning `Hit`s; the rewriter reports each with the rule's cases (always manual).
-Register one with `@lint("name")` in a module of this package and import it below.
+"""Analyses for `kind = "lint"` rules: findings that depend on context (the loop around a
+call, say) rather than on one site. A lint is a pure function of one top-level statement
+returning `Hit`s, so what it finds may not depend on other statements; the rewriter calls it
+for each top-level statement (pruned ones too) whose text satisfies the rule's `when`, so a
+`file-matches` gate there also spares it the statements that cannot hold a finding. The
+rewriter reports each hit with the rule's cases (always manual). Register one with
+`@lint("name")` in a module of this package and import it below.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ class Hit:
     what: str  # a short description; conditions see it as the site's value
 
 
-LintFn = Callable[[cst.Module], list[Hit]]
+LintFn = Callable[[cst.CSTNode], list[Hit]]
 LINTS: dict[str, LintFn] = {}
 
 

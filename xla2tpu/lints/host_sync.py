@@ -30,10 +30,10 @@ Loop = cst.For | cst.While
 
 
 @lint("host-sync-in-training-loop")
-def host_syncs(module: cst.Module) -> list[Hit]:
+def host_syncs(statement: cst.CSTNode) -> list[Hit]:
     """Every device-to-host sync that runs on each step of a training loop, in source order."""
     finder = _Finder()
-    module.visit(finder)
+    statement.visit(finder)
     hot = {id(loop) for loop in finder.step_loops}
     losses: dict[int, set[str]] = finder.losses
     found = []

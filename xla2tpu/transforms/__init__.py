@@ -27,6 +27,7 @@ class CallSite:
     star_args: dict[str, list[cst.Arg]]
     statement: cst.BaseSmallStatement | None  # the enclosing small statement when the call is one
     module: cst.Module  # the module as parsed
+    source: str  # its source text
     scope: Scope
     parents: list[cst.CSTNode]  # original ancestors, outermost first
     spell: Callable[[str], tuple[str, str | None]]

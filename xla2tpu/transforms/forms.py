@@ -58,9 +58,8 @@ def fresh_name(site: CallSite, base: str) -> str:
     Checking the whole source (not just the scope) is cruder but can never capture a
     name that some nested scope, string template or later statement relies on.
     """
-    code = site.module.code
     candidate, n = base, 1
-    while re.search(rf"\b{re.escape(candidate)}\b", code):
+    while re.search(rf"\b{re.escape(candidate)}\b", site.source):
         n += 1
         candidate = f"{base}_{n}"
     return candidate

@@ -187,6 +187,10 @@ class _Definitions(cst.CSTVisitor):
         self.name = name
         self.found: list[cst.FunctionDef] = []
 
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # Definitions are statements: expressions, the bulk of a module, cannot hold one.
+        return not isinstance(node, cst.BaseExpression) and super().on_visit(node)
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value == self.name:
             self.found.append(node)
