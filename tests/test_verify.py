@@ -222,7 +222,7 @@ def test_verify_command_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     from click.testing import CliRunner
 
     from xla2tpu.verify import runner
-    from xla2tpu.verify.cli import verify_command
+    from xla2tpu.verify_cli import verify_command
 
     monkeypatch.setattr(runner, "engine_migrate", _no_migration)
     monkeypatch.setenv(backends.FORCE_ENV, "cpu-standin")

@@ -304,7 +304,7 @@ def explain(code: str) -> None:
 
 
 def _register_verify() -> None:
-    from xla2tpu.verify.cli import verify_command
+    from xla2tpu.verify_cli import verify_command
 
     main.add_command(verify_command)
 

@@ -1,12 +1,11 @@
-"""The `verify` click command; the main CLI adds it with `main.add_command(verify_command)`."""
+"""The `verify` click command, outside the `verify` package so that adding it to the main CLI
+imports none of the runner; the main CLI adds it with `main.add_command(verify_command)`."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
 import click
-
-from . import run_verify
 
 
 @click.command("verify")
@@ -31,6 +30,9 @@ def verify_command(paths: tuple[Path, ...], unsafe_fixes: bool, target: str, leg
     stand-in when no TPU is present), and compare with the original torch_xla run."""
     if record and legacy_python is None:
         raise click.UsageError("--record needs --legacy-python")
+    # Imported here: the runner's imports would otherwise slow every `check` start.
+    from .verify import run_verify
+
     sys.exit(run_verify(list(paths), unsafe_fixes=unsafe_fixes, target=target,
                         legacy_python=legacy_python, rtol=rtol, atol=atol, timeout=timeout,
                         output_format=output_format, record=record))
