@@ -28,6 +28,7 @@ from libcst.metadata import MetadataWrapper
 
 from xla2tpu import catalogue, engine, prechecks
 from xla2tpu.diagnostics import FixClass
+from xla2tpu.prefilter import may_hold_idiom
 from xla2tpu.settings import Settings
 
 SPENT: dict[str, float] = defaultdict(float)
@@ -64,7 +65,7 @@ def candidates(paths: list[Path]) -> list[tuple[Path, bytes]]:
     for path in paths:
         for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             data = file.read_bytes()
-            if engine.PREFILTER.search(data) is not None:
+            if may_hold_idiom(data):
                 found.append((file, data))
     return found
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -70,13 +69,13 @@ class Corpus:
     candidates: int  # files passing the prefilter
 
 
-def _count(title: str, path: Path, prefilter: re.Pattern[bytes]) -> Corpus:
+def _count(title: str, path: Path, passes: Callable[[bytes], bool]) -> Corpus:
     files = lines = candidates = 0
     for file in path.rglob("*.py"):
         data = file.read_bytes()
         files += 1
         lines += data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-        candidates += prefilter.search(data) is not None
+        candidates += passes(data)
     return Corpus(title, path, files, lines, candidates)
 
 
@@ -291,7 +290,7 @@ def main() -> None:
     args = parser.parse_args()
 
     sys.path.insert(0, str(args.source))
-    from xla2tpu.engine import PREFILTER
+    from xla2tpu.prefilter import may_hold_idiom
 
     bench = Bench(args)
     lines = [f"Machine: {_versions(bench)}", ""]
@@ -305,12 +304,12 @@ def main() -> None:
         trees.append((f"Real tree: {tree}", _copy_py(tree, args.workdir / f"tree-{tree.name}")))
     corpora: list[Corpus] = []
     for title, path in trees:
-        subset = _copy_py(path, path.parent / f"{path.name}-candidates", lambda data: PREFILTER.search(data) is not None)
+        subset = _copy_py(path, path.parent / f"{path.name}-candidates", may_hold_idiom)
         if args.whole_trees:
-            corpora.append(_count(title, path, PREFILTER))
-        corpora.append(_count(f"{title}: only the files that pass the prefilter", subset, PREFILTER))
+            corpora.append(_count(title, path, may_hold_idiom))
+        corpora.append(_count(f"{title}: only the files that pass the prefilter", subset, may_hold_idiom))
     precommit = generate(args.workdir / "synthetic-100", 100, args.idiom_share, REPO, seed=1)
-    corpora.append(_count("Pre-commit size: 100 synthetic files", precommit, PREFILTER))
+    corpora.append(_count("Pre-commit size: 100 synthetic files", precommit, may_hold_idiom))
 
     for corpus in corpora:
         print(f"measuring: {corpus.title}", file=sys.stderr)

@@ -9,9 +9,9 @@ import re._parser as sre_parse  # the stdlib's regex parser, to build a string a
 import libcst as cst
 import pytest
 
-from xla2tpu import catalogue, templates
+from xla2tpu import catalogue, prefilter, templates
 from xla2tpu.catalogue import Rule
-from xla2tpu.engine import PREFILTER
+from xla2tpu.prefilter import may_hold_idiom
 from xla2tpu.patterns import compile_pattern
 from xla2tpu.transforms import REGISTRY
 
@@ -79,7 +79,7 @@ def _file_gate(rule: Rule) -> str | None:
 
 
 def _reachable(text: str) -> bool:
-    return PREFILTER.search(text.encode()) is not None
+    return may_hold_idiom(text.encode())
 
 
 SITE_RULES = [r for r in RULES if r.kind not in ("file", "lint")]
@@ -167,3 +167,19 @@ def test_every_reference_row_has_a_rule() -> None:
     assert len(ids) > 150
     covered = {ref for rule in RULES for ref in rule.ref}
     assert sorted(ids - covered) == []
+
+
+@pytest.mark.parametrize("alternative", prefilter.PATTERN.pattern.split(b"|"), ids=lambda a: a.decode())
+def test_every_prefilter_token_holds_a_literal_the_fast_scan_looks_for(alternative: bytes) -> None:
+    # A literal written out in the alternative is in every text it matches (no alternative
+    # nests a group, so splitting on `|` gives them all).
+    assert b"(" not in alternative.replace(b"\\(", b"")
+    assert any(literal in alternative for literal in prefilter.LITERALS)
+
+
+def test_the_fast_scan_agrees_with_the_pattern() -> None:
+    root = Path(__file__).resolve().parent.parent
+    texts = [b"x = 1\n", b"ax.set_xlabel('a')\n", b"XRT_TPU_CONFIG", b"'xla'", b"tpu_num_cores"]
+    for part in ("fixtures", "examples", "xla2tpu", "tests"):
+        texts += [path.read_bytes() for path in sorted((root / part).rglob("*.py"))]
+    assert [may_hold_idiom(t) for t in texts] == [prefilter.PATTERN.search(t) is not None for t in texts]

@@ -12,7 +12,7 @@ import pytest
 from xla2tpu import catalogue
 from xla2tpu.diagnostics import FixClass
 from xla2tpu.engine import process_source
-from xla2tpu.outline import Spans
+from xla2tpu.layout import Layout
 from xla2tpu.resolve import Canonicaliser, ImportResolver, resolve
 from xla2tpu.settings import Settings
 
@@ -225,8 +225,7 @@ def test_statement_spans_from_cpython_tree_match_libcst(path: Path) -> None:
     except SyntaxError:
         pytest.skip("not Python that CPython accepts")
     module = cst.parse_module(source)
-    spans = Spans.of(module, source, tree)
-    assert spans.exact
-    texts = [spans.text(i) for i in range(len(module.body))]
-    assert spans.header() + "".join(texts) + spans.footer() == source
-    assert texts == [module.code_for_node(statement) for statement in module.body]
+    layout = Layout.full(module, source, tree)
+    assert layout.exact
+    assert layout.header(module) + "".join(layout.texts) + layout.footer(module) == source
+    assert layout.texts == [module.code_for_node(statement) for statement in module.body]

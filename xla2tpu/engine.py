@@ -11,32 +11,24 @@ import dataclasses
 import os
 import re
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
 import libcst as cst
 
 from xla2tpu import catalogue as catalogue_mod
-from xla2tpu import prechecks
+from xla2tpu import prechecks, prefilter
 from xla2tpu.decode import DecodeError, Decoded, decode
 from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
 from xla2tpu.imports import ImportHygiene, UsedNames, add_imports, has_matching_import
 from xla2tpu.index import build
 from xla2tpu.noqa import Suppressions, skip_file
-from xla2tpu.outline import Outline
+from xla2tpu.layout import Layout
+from xla2tpu.outline import Outline, Plan
+from xla2tpu.prefilter import may_hold_idiom
 from xla2tpu.resolve import Canonicaliser, ImportResolver
-from xla2tpu.rewriter import FileContext, Rewriter
+from xla2tpu.rewriter import FileContext, Rewriter, lint_reads
 from xla2tpu.settings import Settings
-
-# A file none of these bytes occur in cannot hold an idiom, so it is never parsed. Plain
-# "xla" is too common (matplotlib's xlabel, prose about XLA) to be a signal on its own.
-# `tests/test_catalogue.py` checks that every name and string a rule matches contains one.
-PREFILTER = re.compile(
-    rb"torch_xla|optimum|openxla|PJRT_|XRT_|XLA_|_XLA|[\"']xla\b|torch[._]tpu|_tpu|TPU_|\.TPU\b|[\"']tpu"
-    rb"|torch-xla|torchax|XLA[A-Z]|TPU[A-Z]|\.tpu\(|\.XLA\b|_NUM_DEVICES|TORCH_DEVICE_BACKEND_AUTOLOAD|ALLREDUCE_GRADIENTS|tpu_num_cores"
-)
-# The same tokens over text, for the statements of a file that passed (see outline.py).
-_PREFILTER_TEXT = re.compile(PREFILTER.pattern.decode("ascii"))
 
 # Below this many candidate files a pool costs more to start than it saves.
 _POOL_MIN_FILES = 16
@@ -52,7 +44,7 @@ def _counted(path: str, data: bytes) -> FileResult:
 def process_source(path: str, data: bytes, settings: Settings) -> FileResult:
     """Lint and fix one file's bytes; never raises for a problem in the input."""
     result = _counted(path, data)
-    if PREFILTER.search(data) is None:
+    if not may_hold_idiom(data):
         return result
     try:
         decoded = decode(data)
@@ -62,16 +54,9 @@ def process_source(path: str, data: bytes, settings: Settings) -> FileResult:
     if skip_file(decoded.text):
         return result
     try:
-        module = cst.parse_module(decoded.text)
-    except cst.ParserSyntaxError as exc:
-        result.error = f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}{_hint(decoded.text, exc.raw_line)}"
-        return result
-    except RecursionError:
-        result.error = "cannot parse: the code nests too deeply"
-        return result
-    result.parsed = True
-    try:
-        _rewrite(result, module, decoded, settings)
+        _rewrite(result, decoded, settings)
+    except _ParseError as exc:
+        result.error = str(exc)
     except _InputSyntaxError as exc:
         result.diagnostics.clear()
         line, col = exc.error.lineno or 0, exc.error.offset or 0
@@ -91,6 +76,10 @@ def process_source(path: str, data: bytes, settings: Settings) -> FileResult:
 # notebook cells exported with their shell and magic lines are common in legacy TPU code.
 _PYTHON2 = re.compile(r"^\s*(print\s+[^\s(=.,;)\]}]|exec\s+[\"']|except\s+[\w.]+\s*,\s*\w+\s*:)|`")
 _NOTEBOOK = re.compile(r"^\s*[!%]")
+
+
+class _ParseError(Exception):
+    """LibCST cannot parse the input."""
 
 
 class _InputSyntaxError(Exception):
@@ -114,13 +103,36 @@ def _hint(text: str, line: int) -> str:
     return ""
 
 
-def _rewrite(result: FileResult, module: cst.Module, decoded: Decoded, settings: Settings) -> None:
+def _parse(decoded: Decoded, plan: Plan | None, inspects: Callable[[str], bool]) -> Layout:
+    """The statements of the file that some pass needs, parsed (see layout.py); all of it
+    when the reduction does not pay or CPython has no tree of it."""
+    if plan is not None:
+        layout = Layout.reduced_parse(decoded.text, decoded.tree, plan.keeps, inspects)
+        if layout is not None:
+            return layout
+    try:
+        module = cst.parse_module(decoded.text)
+    except cst.ParserSyntaxError as exc:
+        hint = _hint(decoded.text, exc.raw_line)
+        raise _ParseError(f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}{hint}") from None
+    except RecursionError:
+        raise _ParseError("cannot parse: the code nests too deeply") from None
+    return Layout.full(module, decoded.text, decoded.tree)
+
+
+def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
     catalogue = catalogue_mod.load()
     canonical = Canonicaliser(catalogue.module_renames)
     verdicts = prechecks.verdicts(catalogue, settings.selected, decoded.text)
     selected = settings.selected - prechecks.disabled(catalogue, verdicts)
     index = build(catalogue, selected)
-    outline = Outline(module, decoded.text, decoded.tree, _PREFILTER_TEXT, canonical, index)
+    tree = decoded.tree
+    plan = None if tree is None else Plan(tree, prefilter.TEXT_PATTERN, canonical, index)
+    lints = [rule for rule in index.lints if lint_reads(rule, settings.target, decoded.text)]
+    layout = _parse(decoded, plan, lambda text: any(lint_reads(rule, settings.target, text) for rule in lints))
+    result.parsed = True
+    module = layout.module
+    outline = Outline(layout, plan)
     resolver = ImportResolver(canonical, outline.pruned)
     module.visit(resolver)
     suppressions = Suppressions(decoded.text)
@@ -188,7 +200,7 @@ def run(items: Iterable[tuple[str, bytes, Settings]], jobs: int | None = None) -
     jobs = jobs or os.cpu_count() or 1
     candidates: list[tuple[str, bytes, Settings]] = []
     for item in items:
-        if PREFILTER.search(item[1]) is None:
+        if not may_hold_idiom(item[1]):
             # Not through process_source, whose second full scan would double a clean big file's cost.
             yield _counted(item[0], item[1])
         else:

@@ -5,7 +5,7 @@ module with one `xm.mark_step()` would otherwise be visited by every pass, and i
 positions computed node by node, for one finding. A top-level statement is *pruned*
 (no pass visits it; it is kept as it is) when its text shows none of:
 
-- a prefilter token (`engine.PREFILTER`: the catalogue's names and strings hold one),
+- a prefilter token (`prefilter.PATTERN`: the catalogue's names and strings hold one),
   or the last component of a name a selected rule matches that holds none;
 - a name bound by an import of a module whose name holds one (`xm`, `mark_step`): the
   spelling of a site that goes through an alias;
@@ -33,54 +33,40 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from xla2tpu.index import RuleIndex
-from xla2tpu.resolve import Canonicaliser, dotted_name
+from xla2tpu.layout import Group, Layout, lines_code
+from xla2tpu.resolve import Canonicaliser
 
-_NEWLINE = re.compile(r"\r\n?|\n")
 # Names a transform asks the scope about (`Scope.binds`), beyond the import-bound ones.
 _ALSO_WATCHED = ("bool",)
 
 
-def _imports(node: cst.CSTNode) -> Iterator[cst.Import | cst.ImportFrom]:
-    """The import statements inside a statement, found through statement bodies only.
-
-    Expressions never hold a statement, so they are not entered (`node.children` would
-    walk them all, at the cost of a full pass).
-    """
-    if isinstance(node, (cst.Import, cst.ImportFrom)):
+def _imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements inside a statement, found through statement bodies only."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
         yield node
-    elif isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.IndentedBlock)):
-        for child in node.body:
-            yield from _imports(child)
-    else:
-        for field in ("body", "handlers", "cases", "orelse", "finalbody"):
-            value = getattr(node, field, None)
-            if isinstance(value, cst.CSTNode):
-                yield from _imports(value)
-            elif isinstance(value, (tuple, list)):
-                for child in value:
+        return
+    for field in ("body", "handlers", "orelse", "finalbody", "cases"):
+        value = getattr(node, field, None)
+        if isinstance(value, list):
+            for child in value:
+                if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
                     yield from _imports(child)
 
 
-def _bound(node: cst.Import | cst.ImportFrom, canonical: Canonicaliser) -> Iterator[tuple[str, str]]:
+def _bound(node: ast.Import | ast.ImportFrom, canonical: Canonicaliser) -> Iterator[tuple[str, str]]:
     """(name bound, qualified name) for each alias of an import."""
-    if isinstance(node.names, cst.ImportStar):
-        return
-    module = ""
-    if isinstance(node, cst.ImportFrom):
-        module = "." * len(node.relative) + ((dotted_name(node.module) or "") if node.module is not None else "")
+    module = "." * node.level + (node.module or "") if isinstance(node, ast.ImportFrom) else ""
     for alias in node.names:
-        full = dotted_name(alias.name) or ""
-        qualname = f"{module}.{full}" if module else full
-        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-            bound = alias.asname.name.value
-        else:
-            bound = full if module else full.split(".", 1)[0]
+        if alias.name == "*":
+            return
+        qualname = f"{module}.{alias.name}" if module else alias.name
+        bound = alias.asname or (alias.name if module else alias.name.split(".", 1)[0])
         yield bound, qualname
         yield bound, canonical(qualname)
 
@@ -120,176 +106,72 @@ def _words(names: set[str]) -> str:
     return r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b" if names else r"(?!x)x"
 
 
-def _groups(body: list[ast.stmt]) -> list[tuple[int, int, ast.stmt]]:
-    """(first line, last line, node) of each statement as LibCST counts them: statements that
-    share a line (`a = 1; b = 2`) are one, and a decorated definition starts at its first decorator."""
-    groups: list[tuple[int, int, ast.stmt]] = []
-    for node in body:
-        decorators = getattr(node, "decorator_list", None)
-        first = min(d.lineno for d in decorators) if decorators else node.lineno
-        last = node.end_lineno or node.lineno
-        if groups and first <= groups[-1][1]:
-            groups[-1] = (groups[-1][0], max(last, groups[-1][1]), node)
-        else:
-            groups.append((first, last, node))
-    return groups
+class Plan:
+    """What makes a top-level statement worth visiting, read from CPython's tree of the file
+    before any LibCST parse (see the module docstring)."""
 
-
-_EMPTY_LINE = re.compile(r"[ \t\f]*(?:#[^\r\n]*)?(?:\r\n?|\n)?")
-
-
-class Spans:
-    """Where each top-level statement's text lies: `starts[i]` lines come before statement i's.
-
-    Taken from the `ast` of the source (a C parse, a small fraction of LibCST's) and the
-    number of comment and blank lines LibCST gives each statement, checked against the
-    source; when a check fails (or Python rejects what LibCST parsed), from LibCST's own
-    code generation, as exact but several times dearer. `exact` says the texts are slices
-    of the source, which is then what an untouched statement is printed as.
-    """
-
-    def __init__(self, source: str, bounds: list[int], starts: list[int], texts: list[str] | None,
-                 nodes: list[ast.stmt] | None, module: cst.Module) -> None:
-        self.source = source
-        self._bounds = bounds  # character offset of the start of each line, and the end
-        self.starts = starts  # one more than statements: the last is where the footer starts
-        self._texts = texts  # generated code, when not exact
-        self._nodes = nodes
-        self._module = module
-        self.exact = texts is None
-
-    @classmethod
-    def of(cls, module: cst.Module, source: str, tree: ast.Module | None) -> Spans:
-        """`tree` is CPython's tree of `source`, None when it rejects the source."""
-        bounds = [0, *(match.end() for match in _NEWLINE.finditer(source))]
-        if bounds[-1] != len(source):
-            bounds.append(len(source))
-        groups = None if tree is None else _groups(tree.body)
-        starts = None if groups is None else cls._starts(module, source, bounds, groups)
-        if starts is not None and groups is not None:
-            return cls(source, bounds, starts, None, [node for _first, _last, node in groups], module)
-        texts = [module.code_for_node(statement) for statement in module.body]
-        starts = [len(module.header)]
-        for text in texts:
-            starts.append(starts[-1] + len(_NEWLINE.findall(text)))
-        return cls(source, bounds, starts, texts, None, module)
-
-    @staticmethod
-    def _starts(module: cst.Module, source: str, bounds: list[int], groups: list[tuple[int, int, ast.stmt]]) -> list[int] | None:
-        if len(groups) != len(module.body):
-            return None
-        starts: list[int] = []
-        previous_last = len(module.header)
-        for (first, last, _node), statement in zip(groups, module.body):
-            leading = len(statement.leading_lines)
-            decorators = getattr(statement, "decorators", ())
-            if decorators:
-                leading += len(decorators[0].leading_lines)
-            start = first - 1 - leading
-            if start < previous_last or (not starts and start != len(module.header)):
-                return None
-            # Its leading lines are blank or comments, and its first line is not.
-            for line in range(start, first):
-                empty = _EMPTY_LINE.fullmatch(source, bounds[line], bounds[line + 1]) is not None
-                if empty != (line < first - 1):
-                    return None
-            starts.append(start)
-            previous_last = last
-        end = len(bounds) - 1 - len(module.footer)
-        if end < previous_last:
-            return None
-        return [*starts, end]
-
-    def _slice(self, first_line: int, end_line: int) -> str:
-        return self.source[self._bounds[first_line]:self._bounds[end_line]]
-
-    def text(self, index: int) -> str:
-        if self._texts is not None:
-            return self._texts[index]
-        return self._slice(self.starts[index], self.starts[index + 1])
-
-    def header(self) -> str:
-        if self.exact:
-            return self._slice(0, self.starts[0])
-        return _code(self._module, self._module.header)
-
-    def footer(self) -> str:
-        if self.exact:
-            return self._slice(self.starts[-1], len(self._bounds) - 1)
-        return _code(self._module, self._module.footer)
-
-    def members(self, index: int) -> list[str] | None:
-        """The source of each statement of top-level class `index`'s body, leading comments left out."""
-        node = self._nodes[index] if self._nodes is not None else None
-        statement = self._module.body[index]
-        if not isinstance(node, ast.ClassDef) or not isinstance(statement, cst.ClassDef):
-            return None
-        groups = _groups(node.body)
-        if not isinstance(statement.body, cst.IndentedBlock) or len(groups) != len(statement.body.body):
-            return None
-        return [self._slice(first - 1, last) for first, last, _node in groups]
-
-
-def _code(module: cst.Module, lines: Sequence[cst.EmptyLine]) -> str:
-    return "".join(module.code_for_node(line) for line in lines)
-
-
-class Outline:
-    def __init__(
-        self, module: cst.Module, text: str, tree: ast.Module | None, prefilter: re.Pattern[str],
-        canonical: Canonicaliser, index: RuleIndex,
-    ) -> None:
-        """`text` is the source of `module`, `tree` CPython's tree of it (None: rejected)."""
-        self.module = module
-        self.pruned: set[int] = set()
-        self._positions: dict[cst.CSTNode, CodeRange] = {}
-        self._done: set[int] = set()
-        spans = Spans.of(module, text, tree)
-        self._spans = spans
-        # id(top-level statement) -> its text; the module holds the statements, so no id is reused.
-        self._texts = {id(statement): spans.text(i) for i, statement in enumerate(module.body)}
-        self._offsets = {id(statement): spans.starts[i] for i, statement in enumerate(module.body)}
+    def __init__(self, tree: ast.Module, prefilter: re.Pattern[str], canonical: Canonicaliser, index: RuleIndex) -> None:
         keywords, untokened, strings = _untokened(index, prefilter)
         interesting: set[str] = set(keywords)
         watched: set[str] = set(_ALSO_WATCHED)
-        # Finding import statements walks statement bodies: only where the word shows.
-        importing = {id(s) for s in module.body if "import" in self._texts[id(s)]}
-        for statement in module.body:
-            if id(statement) not in importing:
-                continue
-            for node in _imports(statement):
-                for bound, qualname in _bound(node, canonical):
+        for node in tree.body:
+            for found in _imports(node):
+                for bound, qualname in _bound(found, canonical):
                     watched.add(bound)
                     if prefilter.search(qualname) or any(
                         qualname == name or qualname.startswith(name + ".") for name in untokened
                     ):
                         interesting.add(bound)
-        reads = re.compile(f"{_words(interesting)}|{strings}")
+        self.watched = frozenset(watched)
+        self._reads = (prefilter, re.compile(f"{_words(interesting)}|{strings}"))
         names = _words(watched)
         # A name where it may be (re)bound: not followed by `.`, `(` or `[` (reads), or after def/class.
-        binds = re.compile(rf"(?:def|class)\s+{names}|{names}(?!\s*[.(\[])")
-        self._reads = (prefilter, reads)
+        self._binds = re.compile(rf"(?:def|class)\s+{names}|{names}(?!\s*[.(\[])")
+
+    def matches(self, text: str) -> bool:
+        """Whether `text` shows a token, an interesting name or a matched string."""
+        return any(pattern.search(text) for pattern in self._reads)
+
+    def keeps(self, text: str, group: Group) -> bool:
+        """Whether the statement of `group`, whose text is `text`, must be visited."""
+        if self.matches(text):
+            return True
+        definition = group.definition
+        if definition is not None:  # its body binds in its own scope
+            return definition.name in self.watched
+        return any(next(_imports(node), None) is not None for node in group.nodes) or self._binds.search(text) is not None
+
+
+class Outline:
+    def __init__(self, layout: Layout, plan: Plan | None) -> None:
+        """`plan` is None when CPython has no tree of the file: then nothing is pruned."""
+        module = layout.module
+        self.module = module
+        self._layout = layout
+        self.pruned: set[int] = set()
+        self._positions: dict[cst.CSTNode, CodeRange] = {}
+        self._done: set[int] = set()
+        # id(top-level statement) -> its text; the module holds the statements, so no id is reused.
+        self._texts = {id(statement): layout.texts[i] for i, statement in enumerate(module.body)}
+        self._offsets = {id(statement): layout.starts[i] for i, statement in enumerate(module.body)}
+        self._plan = plan
         for i, statement in enumerate(module.body):
-            text = self._texts[id(statement)]
-            if self._matches(text):
+            group = layout.groups[i]
+            if layout.gap(statement) is not None:
+                self.pruned.add(id(statement))
+            elif plan is None or group is None:
+                continue
+            elif plan.matches(layout.texts[i]):
                 if isinstance(statement, cst.ClassDef):
-                    self._prune_members(statement, spans.members(i), watched)
-                continue
-            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-                if statement.name.value in watched:  # its body binds in its own scope
-                    continue
-            elif (id(statement) in importing and next(_imports(statement), None) is not None) or binds.search(text):
-                continue
-            self.pruned.add(id(statement))
+                    self._prune_members(statement, layout.members(i), plan)
+            elif not plan.keeps(layout.texts[i], group):
+                self.pruned.add(id(statement))
 
     def text(self, statement: cst.CSTNode) -> str:
         """The source of a top-level statement of the module."""
         return self._texts[id(statement)]
 
-    def _matches(self, text: str) -> bool:
-        return any(pattern.search(text) for pattern in self._reads)
-
-    def _prune_members(self, klass: cst.ClassDef, members: list[str] | None, watched: set[str]) -> None:
+    def _prune_members(self, klass: cst.ClassDef, members: list[str] | None, plan: Plan) -> None:
         """In a class that holds a site, the methods and nested classes that hold none.
 
         A member's name binds in the class scope, which only the class body itself reads:
@@ -299,44 +181,54 @@ class Outline:
         if not isinstance(klass.body, cst.IndentedBlock):
             return
         for position, member in enumerate(klass.body.body):
-            if not isinstance(member, (cst.FunctionDef, cst.ClassDef)) or member.name.value in watched:
+            if not isinstance(member, (cst.FunctionDef, cst.ClassDef)) or member.name.value in plan.watched:
                 continue
             text = members[position] if members is not None else self.module.code_for_node(member)
-            if not self._matches(text):
+            if not plan.matches(text):
                 self.pruned.add(id(member))
             elif isinstance(member, cst.ClassDef):
-                self._prune_members(member, None, watched)
+                self._prune_members(member, None, plan)
 
     def render(self, module: cst.Module) -> tuple[str, list[str]]:
         """`module.code`, and the parts of it that were generated rather than copied.
 
         `module` is the rewritten module: a statement no pass changed (pruned, or visited
         without a rewrite inside) is the very object of the original module, so its text is
-        the input's, whether or not LibCST would print it back the same. Each generated
-        part is whole top-level statements (or the whole module), so it parses on its own
+        the input's, whether or not LibCST would print it back the same; a placeholder of a
+        reduced parse prints as the source it stands for. Each generated part is whole
+        top-level statements, comment lines or the whole module, so it parses on its own
         exactly when it parses in place: checking those parts checks the rewrite.
         """
-        if not module.has_trailing_newline or not module.body:
+        layout = self._layout
+        if not layout.reduced and (not module.has_trailing_newline or not module.body):
             code = module.code  # the module's own trailing-newline rules apply
             return code, [code]
-        original = self.module
         generated: list[str] = []
-        parts = [self._spans.header() if module.header is original.header else _code(module, module.header)]
+        parts = [layout.header(module)]
         for statement in module.body:
             text = self._texts.get(id(statement))
             if text is None:
-                text = module.code_for_node(statement)
+                gap = layout.gap(statement)
+                if gap is None:
+                    text = module.code_for_node(statement)
+                else:  # a placeholder handed comment lines by a statement deleted before it
+                    text = lines_code(module, statement.leading_lines)
                 generated.append(text)
+                if gap is not None:
+                    text += layout.texts[gap]
             parts.append(text)
-        parts.append(self._spans.footer() if module.footer is original.footer else _code(module, module.footer))
+        parts.append(layout.footer(module))
         return "".join(parts), generated
 
     def reprints_changes(self, module: cst.Module) -> bool:
         """Whether LibCST prints every original top-level statement that `module` no longer holds
         back to its exact source: if not, generating the rewritten statement could drop bytes
         (some whitespace-only lines next to oddly indented comments) that nobody edited."""
-        if not self._spans.exact or not module.has_trailing_newline or not module.body:
-            return self.module.code == self._spans.source
+        layout = self._layout
+        if layout.reduced:
+            return True  # every statement was checked when the reduced source was parsed
+        if not layout.exact or not module.has_trailing_newline or not module.body:
+            return self.module.code == layout.source
         kept = {id(statement) for statement in module.body}
         return all(
             self.module.code_for_node(statement) == self._texts[id(statement)]

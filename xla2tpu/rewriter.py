@@ -153,6 +153,15 @@ class StatementPruner(cst.CSTTransformer):
         return updated_node.with_changes(body=body, footer=[*left, *updated_node.footer])
 
 
+def lint_reads(rule: Rule, target: str, text: str) -> bool:
+    """Whether lint `rule` may find something in `text`: a file, or one top-level statement.
+
+    Its `when` read against one statement's text: the gates a lint's rule sets (a training
+    step, say) skip the statements it would find nothing in.
+    """
+    return applies(rule, Site(target=target, source=text, top_level=True))
+
+
 class Rewriter(StatementPruner):
     def __init__(self, ctx: FileContext, module: cst.Module) -> None:
         super().__init__()
@@ -215,8 +224,10 @@ class Rewriter(StatementPruner):
 
     def _site(self, **fields: object) -> Site:
         return Site(
-            **{"target": self.ctx.settings.target, "source": self.ctx.source, "top_level": len(self._scopes) == 1,
-               **fields},  # type: ignore[arg-type]
+            target=self.ctx.settings.target,
+            source=self.ctx.source,
+            top_level=len(self._scopes) == 1,
+            **fields,  # type: ignore[arg-type]
         )
 
     def _source(self, case: Case, node: cst.CSTNode) -> str:
@@ -224,14 +235,13 @@ class Rewriter(StatementPruner):
 
     def visit_Module(self, node: cst.Module) -> None:
         outline = self.ctx.outline
+        target = self.ctx.settings.target
         for rule in self.index.lints:
-            if not applies(rule, self._site()):
+            if not lint_reads(rule, target, self.ctx.source):
                 continue
             analyse = LINTS[rule.match[0]]
             for statement in node.body:
-                # Its `when` read against one statement's text: the gates a lint's rule sets
-                # (a training step, say) skip the statements it would find nothing in.
-                if not applies(rule, self._site(source=outline.text(statement))):
+                if not lint_reads(rule, target, outline.text(statement)):
                     continue
                 for hit in analyse(statement):
                     case = choose(rule.cases, self._site(value=hit.what))

@@ -1,0 +1,81 @@
+"""A reduced parse (layout.py: only the statements some pass needs, the rest behind
+placeholders) must give exactly what a parse of the whole file gives: the same findings
+at the same positions and the same rewritten bytes."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fixture_cases import Case, cases
+from xla2tpu import layout
+from xla2tpu.diagnostics import FileResult
+from xla2tpu.engine import process_source
+from xla2tpu.layout import Layout
+
+CASES = cases()
+
+# Plain code around a fixture's: statements no pass needs, with the comment placements
+# LibCST gives to a neighbour (an indented comment after a body belongs to that body).
+PLAIN = b'''
+
+# a comment between statements
+def helper(a, b):
+    """No idiom here."""
+    total = 0
+    for i in range(a):
+        total += i * b
+    return total
+    # the body's trailing comment
+
+
+class Plain:
+    value = 3
+
+    def method(self):
+        return self.value
+        # also the body's
+
+values = [
+    1,
+    2,
+]  # trailing
+if values: print(values)
+else:
+  print("empty")
+'''
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, case: Case, data: bytes, reduce: bool) -> tuple[FileResult, int]:
+    reduced = 0
+    original = Layout.reduced_parse.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[Layout], *args: object) -> Layout | None:
+        nonlocal reduced
+        found = original(cls, *args)
+        reduced += found is not None
+        return found
+
+    monkeypatch.setattr(layout, "_MIN_LEFT_OUT", 0.0 if reduce else 2.0)
+    monkeypatch.setattr(Layout, "reduced_parse", classmethod(counting))
+    return process_source(str(case.path), data, case.settings()), reduced
+
+
+def _variants(data: bytes) -> dict[str, bytes]:
+    found = {"plain after": data + PLAIN, "alone": data}
+    if b"__future__" not in data:
+        found["plain around"] = PLAIN.lstrip() + data + PLAIN
+    return found
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_a_reduced_parse_gives_what_a_full_parse_gives(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    used = 0
+    for name, data in _variants(case.path.read_bytes()).items():
+        full, _ = _run(monkeypatch, case, data, reduce=False)
+        reduced, count = _run(monkeypatch, case, data, reduce=True)
+        used += count
+        assert reduced.error == full.error, name
+        assert reduced.diagnostics == full.diagnostics, name
+        assert reduced.new_source == full.new_source, name
+    if b"\n" in case.path.read_bytes().rstrip():
+        assert used, "the reduced parse was never taken: this test compares nothing"
