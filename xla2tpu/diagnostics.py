@@ -44,3 +44,8 @@ class FileResult:
     parsed: bool = False
     encoding: str = "utf-8"
     digest: bytes | None = None  # sha256 of the bytes read, to detect a change on disk before writing
+
+    @classmethod
+    def counted(cls, path: str, data: bytes) -> FileResult:
+        """The result of a file that is not parsed: its line count only."""
+        return cls(path, lines=data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0))

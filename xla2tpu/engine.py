@@ -11,7 +11,7 @@ import dataclasses
 import os
 import re
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 import libcst as cst
@@ -34,16 +34,9 @@ from xla2tpu.settings import Settings
 _POOL_MIN_FILES = 16
 
 
-def _counted(path: str, data: bytes) -> FileResult:
-    """The result of a file that is not parsed: its line count only."""
-    result = FileResult(path)
-    result.lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-    return result
-
-
 def process_source(path: str, data: bytes, settings: Settings) -> FileResult:
     """Lint and fix one file's bytes; never raises for a problem in the input."""
-    result = _counted(path, data)
+    result = FileResult.counted(path, data)
     if not may_hold_idiom(data):
         return result
     try:
@@ -195,20 +188,17 @@ def _process_item(item: tuple[str, bytes, Settings]) -> FileResult:
     return process_source(*item)
 
 
-def run(items: Iterable[tuple[str, bytes, Settings]], jobs: int | None = None) -> Iterator[FileResult]:
-    """Results for (path, bytes, settings) items; files past the prefilter go to a pool when it pays."""
+def run(items: Sequence[tuple[str, bytes, Settings]], jobs: int | None = None) -> Iterator[FileResult]:
+    """Results for (path, bytes, settings) items, in a process pool when there are enough to pay.
+
+    Callers pass the files that pass the prefilter (`prefilter.may_hold_idiom`): the others
+    need no engine, and holding their bytes would grow memory with the tree.
+    """
     jobs = jobs or os.cpu_count() or 1
-    candidates: list[tuple[str, bytes, Settings]] = []
-    for item in items:
-        if not may_hold_idiom(item[1]):
-            # Not through process_source, whose second full scan would double a clean big file's cost.
-            yield _counted(item[0], item[1])
-        else:
-            candidates.append(item)
-    if jobs <= 1 or len(candidates) < _POOL_MIN_FILES:
-        for item in candidates:
+    if jobs <= 1 or len(items) < _POOL_MIN_FILES:
+        for item in items:
             yield _process_item(item)
         return
-    chunk = max(1, min(32, len(candidates) // (jobs * 4)))
+    chunk = max(1, min(32, len(items) // (jobs * 4)))
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker) as pool:
-        yield from pool.map(_process_item, candidates, chunksize=chunk)
+        yield from pool.map(_process_item, items, chunksize=chunk)

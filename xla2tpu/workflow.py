@@ -14,6 +14,7 @@ from xla2tpu.catalogue import Catalogue
 from xla2tpu.config import Config
 from xla2tpu.diagnostics import FileResult, FixClass
 from xla2tpu.files import SOURCE_SUFFIXES, Excluder, FileProblem, Found, discover, read, write_atomic
+from xla2tpu.prefilter import may_hold_idiom
 from xla2tpu.settings import Settings
 from xla2tpu.shard import Shard
 
@@ -119,7 +120,15 @@ def run(
             if hit is not None:
                 add(hit)
                 continue
-        (notebooks if is_notebook else python).append((name, data, file_settings))
+        if is_notebook:
+            notebooks.append((name, data, file_settings))
+        elif may_hold_idiom(data):
+            python.append((name, data, file_settings))
+        else:  # nothing to parse: done here, its bytes not kept
+            result = FileResult.counted(name, data)
+            if cache is not None:
+                cache.put(keys[name], result)
+            add(result)
 
     if python or notebooks:
         from xla2tpu import engine
