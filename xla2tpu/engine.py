@@ -1,18 +1,16 @@
 """The per-file pipe: prefilter -> decode -> parse -> resolve -> rewrite -> imports -> encode.
 
-`process_source` is a pure function of (path, bytes, settings); `run` maps it over many
-files, in a process pool when there are enough of them to pay for one.
+`process_source` is a pure function of (path, bytes, settings); `pool.run` maps it over
+many files.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
-import os
 import re
 import traceback
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -29,9 +27,6 @@ from xla2tpu.prefilter import may_hold_idiom
 from xla2tpu.resolve import Canonicaliser, ImportResolver
 from xla2tpu.rewriter import FileContext, Rewriter, lint_reads
 from xla2tpu.settings import Settings
-
-# Below this many candidate files a pool costs more to start than it saves.
-_POOL_MIN_FILES = 16
 
 
 def process_source(path: str, data: bytes, settings: Settings) -> FileResult:
@@ -178,27 +173,3 @@ def _python_error(text: str) -> SyntaxError:
     except ValueError as exc:  # e.g. a lone surrogate
         return SyntaxError(str(exc))
     raise AssertionError("CPython parses this text after all")
-
-
-def _init_worker() -> None:
-    catalogue_mod.load()
-
-
-def _process_item(item: tuple[str, bytes, Settings]) -> FileResult:
-    return process_source(*item)
-
-
-def run(items: Sequence[tuple[str, bytes, Settings]], jobs: int | None = None) -> Iterator[FileResult]:
-    """Results for (path, bytes, settings) items, in a process pool when there are enough to pay.
-
-    Callers pass the files that pass the prefilter (`prefilter.may_hold_idiom`): the others
-    need no engine, and holding their bytes would grow memory with the tree.
-    """
-    jobs = jobs or os.cpu_count() or 1
-    if jobs <= 1 or len(items) < _POOL_MIN_FILES:
-        for item in items:
-            yield _process_item(item)
-        return
-    chunk = max(1, min(32, len(items) // (jobs * 4)))
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker) as pool:
-        yield from pool.map(_process_item, items, chunksize=chunk)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xla2tpu import notebook
+from xla2tpu import notebook, pool
 from xla2tpu.cache import Cache
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.config import Config
@@ -87,7 +86,6 @@ def run(
     excluder = Excluder(config.root, [*config.exclude, *config.extend_exclude])
     found = _found(paths, excluder, shard, config.root)
     step = progress(len(found)) if progress is not None else None
-    python: list[tuple[str, bytes, Settings]] = []
     notebooks: list[tuple[str, bytes, Settings]] = []
 
     def add(result: FileResult) -> None:
@@ -100,43 +98,44 @@ def run(
             result.digest = digests.get(result.path)
             outcome.results.append(result)
 
-    for item in found:
-        name = str(item.path)
-        if item.problem is not None:
-            outcome.results.append(FileResult(name, error=item.problem))
-            continue
-        try:
-            data = read(item.path)
-        except FileProblem as exc:
-            outcome.results.append(FileResult(name, error=str(exc)))
-            continue
-        digests[name] = hashlib.sha256(data).digest()
-        selected = config.selected_for(catalogue, item.path, settings.selected)
-        file_settings = settings if selected is settings.selected else Settings(selected, settings.apply, settings.target)
-        is_notebook = name.endswith(notebook.SUFFIX)
+    def finished(result: FileResult) -> None:
         if cache is not None:
-            keys[name] = cache.key(digests[name], notebook.SUFFIX if is_notebook else ".py", file_settings)
-            hit = cache.get(keys[name], name)
-            if hit is not None:
-                add(hit)
+            cache.put(keys[result.path], result)
+        add(result)
+
+    def to_parse() -> Iterator[tuple[str, bytes, Settings]]:
+        """Python files that may hold an idiom, as they are read; the rest are done here."""
+        for item in found:
+            name = str(item.path)
+            if item.problem is not None:
+                outcome.results.append(FileResult(name, error=item.problem))
                 continue
-        if is_notebook:
-            notebooks.append((name, data, file_settings))
-        elif may_hold_idiom(data):
-            python.append((name, data, file_settings))
-        else:  # nothing to parse: done here, its bytes not kept
-            result = FileResult.counted(name, data)
+            try:
+                data = read(item.path)
+            except FileProblem as exc:
+                outcome.results.append(FileResult(name, error=str(exc)))
+                continue
+            digests[name] = hashlib.sha256(data).digest()
+            selected = config.selected_for(catalogue, item.path, settings.selected)
+            file_settings = settings if selected is settings.selected else Settings(selected, settings.apply, settings.target)
+            is_notebook = name.endswith(notebook.SUFFIX)
             if cache is not None:
-                cache.put(keys[name], result)
-            add(result)
+                keys[name] = cache.key(digests[name], notebook.SUFFIX if is_notebook else ".py", file_settings)
+                hit = cache.get(keys[name], name)
+                if hit is not None:
+                    add(hit)
+                    continue
+            if is_notebook:
+                notebooks.append((name, data, file_settings))
+            elif may_hold_idiom(data):
+                yield name, data, file_settings
+            else:  # nothing to parse, and its bytes are not kept
+                finished(FileResult.counted(name, data))
 
-    if python or notebooks:
-        from xla2tpu import engine
-
-        for result in itertools.chain(engine.run(python, jobs), (process(*item) for item in notebooks)):
-            if cache is not None:
-                cache.put(keys[result.path], result)
-            add(result)
+    for result in pool.run(to_parse(), jobs):
+        finished(result)
+    for item in notebooks:
+        finished(process(*item))
     outcome.results.sort(key=lambda r: r.path)
     return outcome
 
