@@ -15,7 +15,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from xla2tpu import catalogue as catalogue_mod
-from xla2tpu import prechecks, prefilter
+from xla2tpu import prechecks
 from xla2tpu.decode import DecodeError, Decoded, decode
 from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
 from xla2tpu.imports import ImportHygiene, UsedNames, add_imports, has_matching_import
@@ -115,7 +115,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
     selected = settings.selected - prechecks.disabled(catalogue, verdicts)
     index = build(catalogue, selected)
     tree = decoded.tree
-    plan = None if tree is None else Plan(tree, prefilter.TEXT_PATTERN, canonical, index)
+    plan = None if tree is None else Plan(tree, canonical, index)
     lints = [rule for rule in index.lints if lint_reads(rule, settings.target, decoded.text)]
     layout = _parse(decoded, plan, lambda text: any(lint_reads(rule, settings.target, text) for rule in lints))
     result.parsed = True

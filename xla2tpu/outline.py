@@ -1,9 +1,11 @@
 """Which top-level statements can hold a site, and positions computed only where needed.
 
 Most of a file that passes the prefilter has nothing to do with torch_xla: a 5,000-line
-module with one `xm.mark_step()` would otherwise be visited by every pass, and its
-positions computed node by node, for one finding. A top-level statement is *pruned*
-(no pass visits it; it is kept as it is) when its text shows none of:
+module with one `xm.mark_step()` would otherwise be parsed and visited whole by every
+pass, and its positions computed node by node, for one finding. A `Plan`, read from
+CPython's tree of the file before LibCST sees it, judges each top-level statement by its
+text; one that shows none of the following is *pruned*: layout.py leaves it out of the
+LibCST parse (or, in a whole parse, no pass visits it), and it is kept as it is.
 
 - a prefilter token (`prefilter.PATTERN`: the catalogue's names and strings hold one),
   or the last component of a name a selected rule matches that holds none;
@@ -23,8 +25,8 @@ same objects (pruned or untouched) and the generated code of the others.
 
 Positions: LibCST's PositionProvider walks the whole module. Here a top-level statement's
 positions are computed when a node in it is first reported, by the same provider on a
-module holding only that statement, shifted by the lines before it (counted as LibCST
-counts them: `\\r\\n`, `\\r` and `\\n` each end a line; columns are code points). A
+module holding only that statement, shifted by the lines before it in the source (counted
+as LibCST counts them: `\\r\\n`, `\\r` and `\\n` each end a line; columns are code points). A
 top-level statement always starts at column 0, so columns need no shift.
 """
 
@@ -40,6 +42,7 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 
 from xla2tpu.index import RuleIndex
 from xla2tpu.layout import Group, Layout, lines_code
+from xla2tpu.prefilter import holds_token
 from xla2tpu.resolve import Canonicaliser
 
 # Names a transform asks the scope about (`Scope.binds`), beyond the import-bound ones.
@@ -76,7 +79,7 @@ _IDENTIFIER = re.compile(r"(?<![{\w])[A-Za-z_]\w*(?![}\w])")
 _UNTOKENED: dict[int, tuple[frozenset[str], tuple[str, ...], str]] = {}
 
 
-def _untokened(index: RuleIndex, prefilter: re.Pattern[str]) -> tuple[frozenset[str], tuple[str, ...], str]:
+def _untokened(index: RuleIndex) -> tuple[frozenset[str], tuple[str, ...], str]:
     """What the selected rules match that holds no prefilter token (a rule gated by `file-matches`,
     e.g. on `torch._dynamo.mark_dynamic`): the last component of each such name (any spelling of
     it, through an import of a module above it, ends with it), and the names themselves (an
@@ -89,11 +92,11 @@ def _untokened(index: RuleIndex, prefilter: re.Pattern[str]) -> tuple[frozenset[
                   for prefix, _rule in matcher.prefixes]
         for pattern_rules in index.expressions.values():
             for pattern, _rule in pattern_rules:
-                if not prefilter.search(pattern.text):  # else a site shows the token or an alias of it
+                if not holds_token(pattern.text):  # else a site shows the token or an alias of it
                     code = _STRING.sub("", pattern.text)
                     names += [n for n in _IDENTIFIER.findall(code) if not keyword.iskeyword(n)]
         names += list(index.env)
-        names = [n for n in names if not prefilter.search(n)]
+        names = [n for n in names if not holds_token(n)]
         # A matching literal's text starts right after its opening quote (`"tpu"`, not `output`);
         # the quote leads the pattern, so that the regex engine skips to the quotes.
         strings = "|".join(f"(?:{rule.pattern.pattern})" for rule in index.string_args if rule.pattern is not None)
@@ -110,27 +113,27 @@ class Plan:
     """What makes a top-level statement worth visiting, read from CPython's tree of the file
     before any LibCST parse (see the module docstring)."""
 
-    def __init__(self, tree: ast.Module, prefilter: re.Pattern[str], canonical: Canonicaliser, index: RuleIndex) -> None:
-        keywords, untokened, strings = _untokened(index, prefilter)
+    def __init__(self, tree: ast.Module, canonical: Canonicaliser, index: RuleIndex) -> None:
+        keywords, untokened, strings = _untokened(index)
         interesting: set[str] = set(keywords)
         watched: set[str] = set(_ALSO_WATCHED)
         for node in tree.body:
             for found in _imports(node):
                 for bound, qualname in _bound(found, canonical):
                     watched.add(bound)
-                    if prefilter.search(qualname) or any(
+                    if holds_token(qualname) or any(
                         qualname == name or qualname.startswith(name + ".") for name in untokened
                     ):
                         interesting.add(bound)
         self.watched = frozenset(watched)
-        self._reads = (prefilter, re.compile(f"{_words(interesting)}|{strings}"))
+        self._reads = re.compile(f"{_words(interesting)}|{strings}")
         names = _words(watched)
         # A name where it may be (re)bound: not followed by `.`, `(` or `[` (reads), or after def/class.
         self._binds = re.compile(rf"(?:def|class)\s+{names}|{names}(?!\s*[.(\[])")
 
     def matches(self, text: str) -> bool:
         """Whether `text` shows a token, an interesting name or a matched string."""
-        return any(pattern.search(text) for pattern in self._reads)
+        return holds_token(text) or self._reads.search(text) is not None
 
     def keeps(self, text: str, group: Group) -> bool:
         """Whether the statement of `group`, whose text is `text`, must be visited."""

@@ -23,8 +23,14 @@ TEXT_PATTERN = re.compile(PATTERN.pattern.decode("ascii"))
 # Each alternative of PATTERN contains one of these as plain text (checked by a test).
 LITERALS = (b"xla", b"XLA", b"tpu", b"TPU", b"optimum", b"PJRT_", b"XRT_", b"torchax",
             b"_NUM_DEVICES", b"TORCH_DEVICE_BACKEND_AUTOLOAD", b"ALLREDUCE_GRADIENTS")
+_TEXT_LITERALS = tuple(literal.decode("ascii") for literal in LITERALS)
 
 
 def may_hold_idiom(data: bytes) -> bool:
     """Whether a file's bytes hold a prefilter token (False: no rule can match in it)."""
     return any(literal in data for literal in LITERALS) and PATTERN.search(data) is not None
+
+
+def holds_token(text: str) -> bool:
+    """`may_hold_idiom` over text: a statement's, say."""
+    return any(literal in text for literal in _TEXT_LITERALS) and TEXT_PATTERN.search(text) is not None
