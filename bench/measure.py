@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -55,13 +56,28 @@ def run_once(
     env: dict[str, str] | None = None,
     ok_codes: Sequence[int] = (0, 1),
     sample_tree: bool = False,
+    timeout: float | None = None,
 ) -> Sample:
-    """Run `argv` to completion (stdout discarded) and measure it."""
+    """Run `argv` to completion (stdout discarded) and measure it; past `timeout` seconds
+    its whole process group is killed and it counts as failed."""
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
-        process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=errors)
+        process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=errors,
+                                   start_new_session=True)
         peak_total = 0
         done = threading.Event()
+        killed = threading.Event()
+
+        def kill() -> None:
+            killed.set()
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        timer = threading.Timer(timeout, kill) if timeout else None
+        if timer is not None:
+            timer.start()
 
         def sample() -> None:
             nonlocal peak_total
@@ -74,6 +90,10 @@ def run_once(
         _pid, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - start
         done.set()
+        if timer is not None:
+            timer.cancel()
+        if killed.is_set():
+            raise ContenderFailed(f"did not finish within {timeout:.0f} s (killed)")
         if sampler is not None:
             sampler.join()
         process.returncode = os.waitstatus_to_exitcode(status)

@@ -12,7 +12,8 @@ Every contender is a whole process, timed from spawn to exit (wall and CPU secon
 resident memory), once to warm up and then `--runs` times, the contenders interleaved
 round by round so that load on a shared machine hits them alike; the table shows medians.
 A contender whose warm-up takes longer than `--slow-after` seconds is run `--slow-runs`
-times in all (its warm-up counted): page-cache effects are noise at that length.
+times in all (its warm-up counted): page-cache effects are noise at that length. A run
+past `--timeout` seconds is killed and the contender reported as not finishing.
 `--write` replaces the generated section of docs/performance.md with the tables.
 """
 
@@ -118,7 +119,8 @@ class Bench:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(args.source)
         self.env = env
-        self.xla2tpu = [str(args.python), "-m", "xla2tpu"]
+        # -P: the tree (the working directory) must not shadow the stdlib (accelerate has a logging.py).
+        self.xla2tpu = [str(args.python), "-P", "-m", "xla2tpu"]
         self.no_cache = self._has_flag("--no-cache")
         self.ruff_config = self.workdir / "ruff-banned.toml"
         self.ruff_config.write_text(RUFF_CONFIG)
@@ -160,7 +162,9 @@ class Bench:
             if contender.failure is not None:
                 return
             try:
-                contender.samples.append(run_once(contender.argv(corpus.path), corpus.path, contender.env))
+                contender.samples.append(
+                    run_once(contender.argv(corpus.path), corpus.path, contender.env, timeout=self.args.timeout)
+                )
             except ContenderFailed as exc:
                 contender.failure = str(exc).splitlines()[-1][:200]
                 print(f"  ! {contender.name}: {exc}", file=sys.stderr)
@@ -278,6 +282,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--slow-after", type=float, default=30.0)
     parser.add_argument("--slow-runs", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds after which a run is killed and counts as failed")
     parser.add_argument("--skip", default="", help="comma-separated substrings of contender names to leave out")
     parser.add_argument("--whole-trees", action=argparse.BooleanOptionalAction, default=True,
                         help="time the whole trees (off: only the prefilter subsets and pre-commit)")

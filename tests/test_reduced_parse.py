@@ -4,13 +4,18 @@ at the same positions and the same rewritten bytes."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
+import libcst as cst
 import pytest
 
-from tests.fixture_cases import Case, cases
+from tests.fixture_cases import ROOT, Case, cases
 from xla2tpu import layout
 from xla2tpu.diagnostics import FileResult
 from xla2tpu.engine import process_source
 from xla2tpu.layout import Layout
+from xla2tpu.outline import Outline
 
 CASES = cases()
 
@@ -83,3 +88,25 @@ def test_a_reduced_parse_gives_what_a_full_parse_gives(case: Case, monkeypatch: 
         assert reduced.new_source == full.new_source, name
     if b"\n" in case.path.read_bytes().rstrip():
         assert used, "the reduced parse was never taken: this test compares nothing"
+
+
+_SOURCES = sorted(p for part in ("fixtures", "xla2tpu", "tests", "bench") for p in (ROOT / part).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", _SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_reduced_module_keeps_the_whole_modules_defaults(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Generated code takes the module's default indent and newline: a reduced parse, which
+    may not hold the first indented block, must take them from the whole file."""
+    source = path.read_text(encoding="utf-8")
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        pytest.skip("not Python that CPython accepts")
+    monkeypatch.setattr(layout, "_MIN_LEFT_OUT", 0.0)
+    reduced = Layout.reduced_parse(source, tree, lambda text, group: False, lambda text: False)
+    if reduced is None:
+        pytest.skip("not reducible")
+    whole = cst.parse_module(source)
+    assert (reduced.module.default_indent, reduced.module.default_newline) == (whole.default_indent, whole.default_newline)
+    rendered, generated = Outline(reduced, None).render(reduced.module)
+    assert rendered == source and not generated

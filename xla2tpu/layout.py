@@ -202,18 +202,9 @@ class Layout:
             return self._footer
         return lines_code(module, module.footer)
 
-    def members(self, index: int) -> list[str] | None:
-        """The source of each statement of top-level class `index`'s body, leading comments left out."""
-        group = self.groups[index]
-        node = None if group is None else group.definition
-        statement = self.module.body[index]
-        if not isinstance(node, ast.ClassDef) or not isinstance(statement, cst.ClassDef):
-            return None
-        inner = groups_of(node.body)
-        if not isinstance(statement.body, cst.IndentedBlock) or len(inner) != len(statement.body.body):
-            return None
-        bounds = self._bounds
-        return [self.source[bounds[g.first - 1]:bounds[g.last]] for g in inner]
+    def lines(self, group: Group) -> str:
+        """The source lines of `group` (a statement at any depth), leading comments left out."""
+        return self.source[self._bounds[group.first - 1]:self._bounds[group.last]]
 
 
 def _starts(module: cst.Module, source: str, bounds: list[int], groups: list[Group]) -> list[int] | None:
@@ -250,6 +241,22 @@ def _needed(chunks: list[str], groups: list[Group], keeps: Callable[[str, Group]
     for index, k in enumerate(kept[:-1]):
         if k:
             needed[index + 1] = True
+    # Some rewrites reach past their statement: to the function a site passes a value to,
+    # and to the statements that read a variable a site is assigned to (a loader and the
+    # loops over it). Those are parsed too, so that they are there to be rewritten.
+    called: set[str] = set()
+    bound: set[str] = set()
+    for chunk, group, k in zip(chunks, groups, kept):
+        if k:
+            called.update(_CALLED.findall(chunk))
+            bound.update(_assigned(group))
+    reads = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, bound))) + r")\b") if bound else None
+    for index, (chunk, group) in enumerate(zip(chunks, groups)):
+        if needed[index]:
+            continue
+        definition = group.definition
+        if (definition is not None and definition.name in called) or (reads is not None and reads.search(chunk)):
+            needed[index] = True
     # New imports go after the docstring and `__future__` imports, spaced by what follows.
     prologue = 0
     if _is_docstring(groups[0]):
@@ -259,6 +266,18 @@ def _needed(chunks: list[str], groups: list[Group], keeps: Callable[[str, Group]
     for index in range(min(prologue + 1, len(groups))):
         needed[index] = True
     return needed
+
+
+_CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
+
+
+def _assigned(group: Group) -> list[str]:
+    """The plain names `group` assigns to (`x = ...`, `x: T = ...`)."""
+    names: list[str] = []
+    for node in group.nodes:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        names += [target.id for target in targets if isinstance(target, ast.Name)]
+    return names
 
 
 def _is_docstring(group: Group) -> bool:

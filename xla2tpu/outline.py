@@ -41,7 +41,7 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from xla2tpu.index import RuleIndex
-from xla2tpu.layout import Group, Layout, lines_code
+from xla2tpu.layout import Group, Layout, groups_of, lines_code
 from xla2tpu.prefilter import holds_token
 from xla2tpu.resolve import Canonicaliser
 
@@ -154,10 +154,10 @@ class Outline:
         self.pruned: set[int] = set()
         self._positions: dict[cst.CSTNode, CodeRange] = {}
         self._done: set[int] = set()
+        self._members: dict[int, dict[int, int]] = {}  # see _member_lines
         # id(top-level statement) -> its text; the module holds the statements, so no id is reused.
         self._texts = {id(statement): layout.texts[i] for i, statement in enumerate(module.body)}
         self._offsets = {id(statement): layout.starts[i] for i, statement in enumerate(module.body)}
-        self._plan = plan
         for i, statement in enumerate(module.body):
             group = layout.groups[i]
             if layout.gap(statement) is not None:
@@ -165,8 +165,8 @@ class Outline:
             elif plan is None or group is None:
                 continue
             elif plan.matches(layout.texts[i]):
-                if isinstance(statement, cst.ClassDef):
-                    self._prune_members(statement, layout.members(i), plan)
+                if isinstance(statement, cst.ClassDef) and isinstance(group.definition, ast.ClassDef):
+                    self._prune_members(statement, group.definition, plan)
             elif not plan.keeps(layout.texts[i], group):
                 self.pruned.add(id(statement))
 
@@ -174,23 +174,23 @@ class Outline:
         """The source of a top-level statement of the module."""
         return self._texts[id(statement)]
 
-    def _prune_members(self, klass: cst.ClassDef, members: list[str] | None, plan: Plan) -> None:
+    def _prune_members(self, klass: cst.ClassDef, node: ast.ClassDef, plan: Plan) -> None:
         """In a class that holds a site, the methods and nested classes that hold none.
 
         A member's name binds in the class scope, which only the class body itself reads:
         unless it is a watched name, its body is all that matters, as for a top-level def.
-        `members` is the source of each statement of the class body, when it is known.
+        CPython's tree gives each member's lines.
         """
-        if not isinstance(klass.body, cst.IndentedBlock):
+        inner = groups_of(node.body)
+        if not isinstance(klass.body, cst.IndentedBlock) or len(inner) != len(klass.body.body):
             return
-        for position, member in enumerate(klass.body.body):
+        for member, group in zip(klass.body.body, inner):
             if not isinstance(member, (cst.FunctionDef, cst.ClassDef)) or member.name.value in plan.watched:
                 continue
-            text = members[position] if members is not None else self.module.code_for_node(member)
-            if not plan.matches(text):
+            if not plan.matches(self._layout.lines(group)):
                 self.pruned.add(id(member))
-            elif isinstance(member, cst.ClassDef):
-                self._prune_members(member, None, plan)
+            elif isinstance(member, cst.ClassDef) and isinstance(group.definition, ast.ClassDef):
+                self._prune_members(member, group.definition, plan)
 
     def render(self, module: cst.Module) -> tuple[str, list[str]]:
         """`module.code`, and the parts of it that were generated rather than copied.
@@ -239,9 +239,13 @@ class Outline:
             if id(statement) not in kept
         )
 
-    def where(self, top: cst.CSTNode, node: cst.CSTNode) -> CodeRange:
-        """The position of `node`, inside the top-level statement `top`."""
-        self._locate(top)
+    def where(self, top: cst.CSTNode, node: cst.CSTNode, member: cst.CSTNode | None = None) -> CodeRange:
+        """The position of `node`, inside the top-level statement `top` and, when given, inside
+        `member`, a statement of the body of `top` (a class or function)."""
+        if member is not None and node not in self._positions:
+            self._locate_member(top, member)
+        if node not in self._positions:
+            self._locate(top)
         return self._positions[node]
 
     def _locate(self, top: cst.CSTNode) -> None:
@@ -249,9 +253,51 @@ class Outline:
             return
         self._done.add(id(top))
         alone = self.module.with_changes(body=[top], header=[], footer=[])
-        shift = self._offsets[id(top)]
-        for inner, where in MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider).items():
-            self._positions[inner] = CodeRange(
-                CodePosition(where.start.line + shift, where.start.column),
-                CodePosition(where.end.line + shift, where.end.column),
-            )
+        self._record(alone, self._offsets[id(top)], 0)
+
+    def _locate_member(self, top: cst.CSTNode, member: cst.CSTNode) -> None:
+        """Positions inside one statement of a big class or function: computed on the header
+        of `top` with that statement alone in its body, and moved to the line CPython gives
+        the statement (columns are the same: the statement keeps its indentation)."""
+        if id(member) in self._done:
+            return
+        self._done.add(id(member))
+        first = self._member_lines(top).get(id(member))
+        if first is None or not isinstance(top, (cst.ClassDef, cst.FunctionDef)):
+            return
+        assert isinstance(top.body, cst.IndentedBlock)
+        alone = top.with_changes(leading_lines=[], body=top.body.with_changes(body=[member], footer=[]))
+        module = self.module.with_changes(body=[alone], header=[], footer=[])
+        decorators = getattr(member, "decorators", None)
+        self._record(module, None, first, decorators[0] if decorators else member)
+
+    def _member_lines(self, top: cst.CSTNode) -> dict[int, int]:
+        """id(statement of the body of `top`) -> its first line, as CPython gives it."""
+        lines = self._members.get(id(top))
+        if lines is None:
+            lines = self._members[id(top)] = {}
+            index = next((i for i, statement in enumerate(self.module.body) if statement is top), None)
+            group = None if index is None else self._layout.groups[index]
+            definition = None if group is None else group.definition
+            body = getattr(top, "body", None)
+            if definition is not None and isinstance(body, cst.IndentedBlock):
+                inner = groups_of(definition.body)
+                if len(inner) == len(body.body):
+                    lines.update((id(statement), g.first) for statement, g in zip(body.body, inner))
+        return lines
+
+    def _record(self, module: cst.Module, shift: int | None, first: int = 0, anchor: cst.CSTNode | None = None) -> None:
+        """Keep the positions of `module`'s nodes, `shift` lines down; or, without a shift,
+        those from `anchor` on, moved so that `anchor` starts on line `first`."""
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        start = 0
+        if shift is None:
+            assert anchor is not None
+            start = positions[anchor].start.line
+            shift = first - start
+        for inner, where in positions.items():
+            if where.start.line >= start:
+                self._positions[inner] = CodeRange(
+                    CodePosition(where.start.line + shift, where.start.column),
+                    CodePosition(where.end.line + shift, where.end.column),
+                )

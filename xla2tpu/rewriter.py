@@ -215,8 +215,11 @@ class Rewriter(StatementPruner):
         return self._parents[-depth] if len(self._parents) >= depth else None
 
     def _where(self, node: cst.CSTNode) -> CodeRange:
-        # [0] is the module, [1] the top-level statement being visited
-        return self.ctx.outline.where(self._parents[1], node)
+        # [0] is the module, [1] the top-level statement being visited, [3] a statement of its
+        # body when [2] is that body.
+        parents = self._parents
+        member = parents[3] if len(parents) > 3 and parents[2] is getattr(parents[1], "body", None) else None
+        return self.ctx.outline.where(parents[1], node, member)
 
     def _choose(self, rule: Rule, site: Site) -> Case | None:
         """The case that decides this site, or None when the rule's own `when` rules it out."""
