@@ -249,7 +249,7 @@ def _needed(chunks: list[str], groups: list[Group], keeps: Callable[[str, Group]
     for chunk, group, k in zip(chunks, groups, kept):
         if k:
             called.update(_CALLED.findall(chunk))
-            bound.update(_assigned(group))
+            bound.update(assigned_names(group))
     reads = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, bound))) + r")\b") if bound else None
     for index, (chunk, group) in enumerate(zip(chunks, groups)):
         if needed[index]:
@@ -271,7 +271,7 @@ def _needed(chunks: list[str], groups: list[Group], keeps: Callable[[str, Group]
 _CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
 
 
-def _assigned(group: Group) -> list[str]:
+def assigned_names(group: Group) -> list[str]:
     """The plain names `group` assigns to (`x = ...`, `x: T = ...`)."""
     names: list[str] = []
     for node in group.nodes:

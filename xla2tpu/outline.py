@@ -18,7 +18,9 @@ LibCST parse (or, in a whole parse, no pass visits it), and it is kept as it is.
 So no site, no binding that resolution or spelling depends on, and no use of a torch_xla
 import is ever in a pruned statement, and the passes give the same result without them.
 Import statements at module level are never pruned: spelling a replacement reads them.
-Inside a top-level class that is kept, methods and nested classes are pruned the same way.
+Inside a kept class, function or block (`for`, `while`, `with`, `if`, `try` bodies), its
+statements are pruned the same way, except those that read a variable a kept statement
+there assigns (the rewrite of a loader edits the loops over it).
 
 Code: a rewritten module's code is the text of the top-level statements that stayed the
 same objects (pruned or untouched) and the generated code of the others.
@@ -35,13 +37,13 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from xla2tpu.index import RuleIndex
-from xla2tpu.layout import Group, Layout, groups_of, lines_code
+from xla2tpu.layout import Group, Layout, assigned_names, groups_of, lines_code
 from xla2tpu.prefilter import holds_token
 from xla2tpu.resolve import Canonicaliser
 
@@ -145,6 +147,22 @@ class Plan:
         return any(next(_imports(node), None) is not None for node in group.nodes) or self._binds.search(text) is not None
 
 
+# LibCST's compound statements whose `body` is the `body` of these CPython statements.
+_SAME_BODY: dict[type[cst.CSTNode], tuple[type[ast.stmt], ...]] = {
+    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
+    cst.ClassDef: (ast.ClassDef,),
+    cst.For: (ast.For, ast.AsyncFor),
+    cst.While: (ast.While,),
+    cst.With: (ast.With, ast.AsyncWith),
+    cst.If: (ast.If,),
+    cst.Try: (ast.Try,),
+}
+
+
+def _same_kind(statement: cst.CSTNode, node: ast.stmt) -> bool:
+    return isinstance(node, _SAME_BODY.get(type(statement), ()))
+
+
 class Outline:
     def __init__(self, layout: Layout, plan: Plan | None) -> None:
         """`plan` is None when CPython has no tree of the file: then nothing is pruned."""
@@ -154,7 +172,8 @@ class Outline:
         self.pruned: set[int] = set()
         self._positions: dict[cst.CSTNode, CodeRange] = {}
         self._done: set[int] = set()
-        self._members: dict[int, dict[int, int]] = {}  # see _member_lines
+        self._bodies: dict[int, dict[int, Group]] = {}  # see _body_groups
+        self._index = {id(statement): i for i, statement in enumerate(module.body)}
         # id(top-level statement) -> its text; the module holds the statements, so no id is reused.
         self._texts = {id(statement): layout.texts[i] for i, statement in enumerate(module.body)}
         self._offsets = {id(statement): layout.starts[i] for i, statement in enumerate(module.body)}
@@ -165,8 +184,7 @@ class Outline:
             elif plan is None or group is None:
                 continue
             elif plan.matches(layout.texts[i]):
-                if isinstance(statement, cst.ClassDef) and isinstance(group.definition, ast.ClassDef):
-                    self._prune_members(statement, group.definition, plan)
+                self._prune_inside(statement, group, plan, frozenset())
             elif not plan.keeps(layout.texts[i], group):
                 self.pruned.add(id(statement))
 
@@ -174,23 +192,35 @@ class Outline:
         """The source of a top-level statement of the module."""
         return self._texts[id(statement)]
 
-    def _prune_members(self, klass: cst.ClassDef, node: ast.ClassDef, plan: Plan) -> None:
-        """In a class that holds a site, the methods and nested classes that hold none.
-
-        A member's name binds in the class scope, which only the class body itself reads:
-        unless it is a watched name, its body is all that matters, as for a top-level def.
-        CPython's tree gives each member's lines.
-        """
-        inner = groups_of(node.body)
-        if not isinstance(klass.body, cst.IndentedBlock) or len(inner) != len(klass.body.body):
+    def _prune_inside(self, statement: cst.CSTNode, group: Group, plan: Plan, bound: frozenset[str]) -> None:
+        """In a kept compound statement, the statements of its body that hold no site, judged
+        as top-level ones are (their bindings land in the body's scope, where only a watched
+        name's rebinding matters), and kept when they read a variable that a kept statement
+        of the body, or of an enclosing one, assigns (a rewrite of the assignment may edit
+        them: the loops over a loader). CPython's tree gives each statement's lines."""
+        node = group.nodes[0] if len(group.nodes) == 1 else None
+        body = getattr(statement, "body", None)
+        if node is None or not isinstance(body, cst.IndentedBlock) or not _same_kind(statement, node):
             return
-        for member, group in zip(klass.body.body, inner):
-            if not isinstance(member, (cst.FunctionDef, cst.ClassDef)) or member.name.value in plan.watched:
-                continue
-            if not plan.matches(self._layout.lines(group)):
-                self.pruned.add(id(member))
-            elif isinstance(member, cst.ClassDef) and isinstance(group.definition, ast.ClassDef):
-                self._prune_members(member, group.definition, plan)
+        inner = groups_of(node.body)  # type: ignore[attr-defined]
+        if len(inner) != len(body.body):
+            return
+        texts = [self._layout.lines(child) for child in inner]
+        kept = [plan.matches(text) for text in texts]
+        names = set(bound)
+        while True:
+            names_before = len(names)
+            names.update(name for child, k in zip(inner, kept) if k for name in assigned_names(child))
+            reads = _words(names) if names else None
+            if reads is not None:
+                kept = [k or re.search(reads, text) is not None for k, text in zip(kept, texts)]
+            if len(names) == names_before:
+                break
+        for child, child_group, text, k in zip(body.body, inner, texts, kept):
+            if k:
+                self._prune_inside(child, child_group, plan, frozenset(names))
+            elif not plan.keeps(text, child_group):
+                self.pruned.add(id(child))
 
     def render(self, module: cst.Module) -> tuple[str, list[str]]:
         """`module.code`, and the parts of it that were generated rather than copied.
@@ -239,11 +269,11 @@ class Outline:
             if id(statement) not in kept
         )
 
-    def where(self, top: cst.CSTNode, node: cst.CSTNode, member: cst.CSTNode | None = None) -> CodeRange:
+    def where(self, top: cst.CSTNode, node: cst.CSTNode, inner: Sequence[cst.CSTNode] = ()) -> CodeRange:
         """The position of `node`, inside the top-level statement `top` and, when given, inside
-        `member`, a statement of the body of `top` (a class or function)."""
-        if member is not None and node not in self._positions:
-            self._locate_member(top, member)
+        the statements `inner`: one of the body of `top`, one of the body of that, and so on."""
+        if inner and node not in self._positions:
+            self._locate_inner(top, inner)
         if node not in self._positions:
             self._locate(top)
         return self._positions[node]
@@ -253,51 +283,60 @@ class Outline:
             return
         self._done.add(id(top))
         alone = self.module.with_changes(body=[top], header=[], footer=[])
-        self._record(alone, self._offsets[id(top)], 0)
+        self._record(alone, self._offsets[id(top)])
 
-    def _locate_member(self, top: cst.CSTNode, member: cst.CSTNode) -> None:
-        """Positions inside one statement of a big class or function: computed on the header
-        of `top` with that statement alone in its body, and moved to the line CPython gives
-        the statement (columns are the same: the statement keeps its indentation)."""
-        if id(member) in self._done:
+    def _locate_inner(self, top: cst.CSTNode, inner: Sequence[cst.CSTNode]) -> None:
+        """Positions inside the deepest of `inner` whose line CPython gives: computed on the
+        headers of the statements around it, each with only the next in its body, and moved
+        to that line (columns are the same: every statement keeps its indentation)."""
+        index = self._index.get(id(top))
+        group = None if index is None else self._layout.groups[index]
+        chain: list[cst.CSTNode] = [top]
+        for statement in inner:
+            found = None if group is None else self._body_groups(chain[-1], group).get(id(statement))
+            if found is None:
+                break
+            chain.append(statement)
+            group = found
+        deepest = chain[-1]
+        if len(chain) == 1 or group is None or id(deepest) in self._done:
             return
-        self._done.add(id(member))
-        first = self._member_lines(top).get(id(member))
-        if first is None or not isinstance(top, (cst.ClassDef, cst.FunctionDef)):
-            return
-        assert isinstance(top.body, cst.IndentedBlock)
-        alone = top.with_changes(leading_lines=[], body=top.body.with_changes(body=[member], footer=[]))
+        self._done.add(id(deepest))
+        alone = deepest
+        for outer in reversed(chain[:-1]):
+            body = outer.body  # type: ignore[attr-defined]
+            alone = outer.with_changes(leading_lines=[], body=body.with_changes(body=[alone], footer=[]))
         module = self.module.with_changes(body=[alone], header=[], footer=[])
-        decorators = getattr(member, "decorators", None)
-        self._record(module, None, first, decorators[0] if decorators else member)
+        decorators = getattr(deepest, "decorators", None)
+        self._record(module, None, group.first, decorators[0] if decorators else deepest, deepest)
 
-    def _member_lines(self, top: cst.CSTNode) -> dict[int, int]:
-        """id(statement of the body of `top`) -> its first line, as CPython gives it."""
-        lines = self._members.get(id(top))
-        if lines is None:
-            lines = self._members[id(top)] = {}
-            index = next((i for i, statement in enumerate(self.module.body) if statement is top), None)
-            group = None if index is None else self._layout.groups[index]
-            definition = None if group is None else group.definition
-            body = getattr(top, "body", None)
-            if definition is not None and isinstance(body, cst.IndentedBlock):
-                inner = groups_of(definition.body)
+    def _body_groups(self, statement: cst.CSTNode, group: Group) -> dict[int, Group]:
+        """id(statement of the body of `statement`) -> its group in CPython's tree."""
+        found = self._bodies.get(id(statement))
+        if found is None:
+            found = self._bodies[id(statement)] = {}
+            node = group.nodes[0] if len(group.nodes) == 1 else None
+            body = getattr(statement, "body", None)
+            if node is not None and isinstance(body, cst.IndentedBlock) and _same_kind(statement, node):
+                inner = groups_of(node.body)  # type: ignore[attr-defined]
                 if len(inner) == len(body.body):
-                    lines.update((id(statement), g.first) for statement, g in zip(body.body, inner))
-        return lines
+                    found.update((id(child), child_group) for child, child_group in zip(body.body, inner))
+        return found
 
-    def _record(self, module: cst.Module, shift: int | None, first: int = 0, anchor: cst.CSTNode | None = None) -> None:
+    def _record(self, module: cst.Module, shift: int | None, first: int = 0,
+                anchor: cst.CSTNode | None = None, within: cst.CSTNode | None = None) -> None:
         """Keep the positions of `module`'s nodes, `shift` lines down; or, without a shift,
-        those from `anchor` on, moved so that `anchor` starts on line `first`."""
+        those of `within` (from `anchor`, where it starts, to its end), moved so that
+        `anchor` starts on line `first`."""
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-        start = 0
+        start, end = 0, None
         if shift is None:
-            assert anchor is not None
-            start = positions[anchor].start.line
+            assert anchor is not None and within is not None
+            start, end = positions[anchor].start.line, positions[within].end.line
             shift = first - start
-        for inner, where in positions.items():
-            if where.start.line >= start:
-                self._positions[inner] = CodeRange(
+        for node, where in positions.items():
+            if where.start.line >= start and (end is None or where.end.line <= end):
+                self._positions[node] = CodeRange(
                     CodePosition(where.start.line + shift, where.start.column),
                     CodePosition(where.end.line + shift, where.end.column),
                 )

@@ -216,10 +216,14 @@ class Rewriter(StatementPruner):
 
     def _where(self, node: cst.CSTNode) -> CodeRange:
         # [0] is the module, [1] the top-level statement being visited, [3] a statement of its
-        # body when [2] is that body.
+        # body when [2] is that body, and so on down.
         parents = self._parents
-        member = parents[3] if len(parents) > 3 and parents[2] is getattr(parents[1], "body", None) else None
-        return self.ctx.outline.where(parents[1], node, member)
+        inner: list[cst.CSTNode] = []
+        depth = 1
+        while depth + 2 < len(parents) and parents[depth + 1] is getattr(parents[depth], "body", None):
+            inner.append(parents[depth + 2])
+            depth += 2
+        return self.ctx.outline.where(parents[1], node, inner)
 
     def _choose(self, rule: Rule, site: Site) -> Case | None:
         """The case that decides this site, or None when the rule's own `when` rules it out."""
