@@ -11,10 +11,13 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from typing import TYPE_CHECKING
 
 from xla2tpu.diagnostics import FileResult
 from xla2tpu.settings import Settings
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 Item = tuple[str, bytes, Settings]  # path, bytes, settings
 
@@ -48,6 +51,8 @@ def run(items: Iterable[Item], jobs: int | None = None) -> Iterator[FileResult]:
         yield from map(_process, first)
         yield from map(_process, pending)
         return
+    from concurrent.futures import ProcessPoolExecutor  # here: a run without a pool never pays for it
+
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker) as pool:
         futures: deque[Future[FileResult]] = deque(pool.submit(_process, item) for item in first)
         for item in pending:
