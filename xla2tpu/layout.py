@@ -7,7 +7,7 @@ anyway to guard nesting) gives every top-level statement's lines, so:
 - `Layout.full` parses the whole file and finds each statement's text as a slice of the
   source (checked against the comment and blank lines LibCST gives each statement;
   LibCST's code generation when a check fails);
-- `Layout.reduced` parses a *reduced* source: the statements some pass needs, in order,
+- `Layout.reduced_parse` parses a *reduced* source: the statements some pass needs, in order,
   each run of the others replaced by a one-line placeholder statement (a bare name) that
   stands in for it as a sibling (deleting a statement, inserting an import, spacing an
   import section all see the same neighbours). Each placeholder prints back as the
@@ -75,6 +75,7 @@ def _line_starts(source: str) -> list[int]:
 
 
 def lines_code(module: cst.Module, lines: Sequence[cst.EmptyLine]) -> str:
+    """The code of comment and blank lines (a header, a footer, a statement's leading lines)."""
     return "".join(module.code_for_node(line) for line in lines)
 
 
