@@ -4,7 +4,7 @@ LibCST's parse is most of the engine's cost, while the sites of a file that pass
 prefilter sit in a few of its top-level statements. CPython's `ast` (a C parse, built
 anyway to guard nesting) gives every top-level statement's lines, so:
 
-- `Layout.full` parses the whole file and finds each statement's text as a slice of the
+- `Layout.full` lays out a parse of the whole file: each statement's text is a slice of the
   source (checked against the comment and blank lines LibCST gives each statement;
   LibCST's code generation when a check fails);
 - `Layout.reduced_parse` parses a *reduced* source: the statements some pass needs, in order,
