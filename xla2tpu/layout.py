@@ -302,11 +302,17 @@ def _first_indent(source: str, bounds: list[int], groups: list[Group]) -> str:
     return "    "
 
 
+def blocks(node: ast.AST) -> list[list[ast.AST]]:
+    """The blocks of a compound statement (or of a `case`), in source order: its body, its
+    `case`s, its handlers' bodies, its `else` and `finally` (`elif` is an `if` in `else`)."""
+    found: list[list[ast.AST]] = [getattr(node, f) for f in ("body", "cases") if isinstance(getattr(node, f, None), list)]
+    found += [handler.body for handler in getattr(node, "handlers", ())]
+    found += [getattr(node, f) for f in ("orelse", "finalbody") if getattr(node, f, None)]
+    return found
+
+
 def _block_indent(source: str, bounds: list[int], node: ast.AST) -> str | None:
-    blocks: list[list[ast.AST]] = [getattr(node, f) for f in ("body", "cases") if isinstance(getattr(node, f, None), list)]
-    blocks += [handler.body for handler in getattr(node, "handlers", ())]
-    blocks += [getattr(node, f) for f in ("orelse", "finalbody") if getattr(node, f, None)]
-    for block in blocks:
+    for block in blocks(node):
         if not block or not isinstance(block[0], (ast.stmt, ast.match_case)):
             continue
         child = block[0]

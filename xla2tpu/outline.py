@@ -43,7 +43,7 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from xla2tpu.index import RuleIndex
-from xla2tpu.layout import Group, Layout, assigned_names, groups_of, lines_code
+from xla2tpu.layout import Group, Layout, assigned_names, blocks, groups_of, lines_code
 from xla2tpu.prefilter import holds_token
 from xla2tpu.resolve import Canonicaliser
 
@@ -56,12 +56,9 @@ def _imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         yield node
         return
-    for field in ("body", "handlers", "orelse", "finalbody", "cases"):
-        value = getattr(node, field, None)
-        if isinstance(value, list):
-            for child in value:
-                if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
-                    yield from _imports(child)
+    for block in blocks(node):
+        for child in block:
+            yield from _imports(child)
 
 
 def _bound(node: ast.Import | ast.ImportFrom, canonical: Canonicaliser) -> Iterator[tuple[str, str]]:
@@ -159,8 +156,15 @@ _SAME_BODY: dict[type[cst.CSTNode], tuple[type[ast.stmt], ...]] = {
 }
 
 
-def _same_kind(statement: cst.CSTNode, node: ast.stmt) -> bool:
-    return isinstance(node, _SAME_BODY.get(type(statement), ()))
+def _body_pairs(statement: cst.CSTNode, group: Group) -> list[tuple[cst.BaseStatement, Group]]:
+    """Each statement of the body of `statement` (a compound one, whose CPython statement
+    `group` holds) with its group in CPython's tree; none when the two do not line up."""
+    node = group.nodes[0] if len(group.nodes) == 1 else None
+    body = getattr(statement, "body", None)
+    if node is None or not isinstance(body, cst.IndentedBlock) or not isinstance(node, _SAME_BODY.get(type(statement), ())):
+        return []
+    inner = groups_of(node.body)  # type: ignore[attr-defined]
+    return list(zip(body.body, inner)) if len(inner) == len(body.body) else []
 
 
 class Outline:
@@ -198,25 +202,19 @@ class Outline:
         name's rebinding matters), and kept when they read a variable that a kept statement
         of the body, or of an enclosing one, assigns (a rewrite of the assignment may edit
         them: the loops over a loader). CPython's tree gives each statement's lines."""
-        node = group.nodes[0] if len(group.nodes) == 1 else None
-        body = getattr(statement, "body", None)
-        if node is None or not isinstance(body, cst.IndentedBlock) or not _same_kind(statement, node):
-            return
-        inner = groups_of(node.body)  # type: ignore[attr-defined]
-        if len(inner) != len(body.body):
-            return
-        texts = [self._layout.lines(child) for child in inner]
+        pairs = _body_pairs(statement, group)
+        texts = [self._layout.lines(child_group) for _child, child_group in pairs]
         kept = [plan.matches(text) for text in texts]
         names = set(bound)
         while True:
             names_before = len(names)
-            names.update(name for child, k in zip(inner, kept) if k for name in assigned_names(child))
+            names.update(name for (_child, child_group), k in zip(pairs, kept) if k for name in assigned_names(child_group))
             reads = _words(names) if names else None
             if reads is not None:
                 kept = [k or re.search(reads, text) is not None for k, text in zip(kept, texts)]
             if len(names) == names_before:
                 break
-        for child, child_group, text, k in zip(body.body, inner, texts, kept):
+        for (child, child_group), text, k in zip(pairs, texts, kept):
             if k:
                 self._prune_inside(child, child_group, plan, frozenset(names))
             elif not plan.keeps(text, child_group):
@@ -314,13 +312,7 @@ class Outline:
         """id(statement of the body of `statement`) -> its group in CPython's tree."""
         found = self._bodies.get(id(statement))
         if found is None:
-            found = self._bodies[id(statement)] = {}
-            node = group.nodes[0] if len(group.nodes) == 1 else None
-            body = getattr(statement, "body", None)
-            if node is not None and isinstance(body, cst.IndentedBlock) and _same_kind(statement, node):
-                inner = groups_of(node.body)  # type: ignore[attr-defined]
-                if len(inner) == len(body.body):
-                    found.update((id(child), child_group) for child, child_group in zip(body.body, inner))
+            found = self._bodies[id(statement)] = {id(child): g for child, g in _body_pairs(statement, group)}
         return found
 
     def _record(self, module: cst.Module, shift: int | None, first: int = 0,
