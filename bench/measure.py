@@ -24,6 +24,7 @@ class Sample:
     cpu: float  # user + system seconds, children included
     peak_kb: int  # largest resident set of the process or any child it waited for
     total_kb: int = 0  # largest sum of resident sets over the process tree (sampled; 0 if not)
+    returncode: int = 0
 
 
 def _tree_rss_kb(root: int) -> int:
@@ -101,7 +102,7 @@ def run_once(
             errors.seek(0)
             tail = errors.read()[-2000:].decode(errors="replace")
             raise ContenderFailed(f"{' '.join(argv)} exited with {process.returncode}:\n{tail}")
-    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, peak_total)
+    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, peak_total, process.returncode)
 
 
 @dataclass(frozen=True)
