@@ -10,6 +10,7 @@ import re._parser as sre_parse  # the stdlib's regex parser, to build a string a
 import libcst as cst
 import pytest
 
+from tests import reference_rows
 from xla2tpu import catalogue, prefilter, templates
 from xla2tpu.catalogue import Condition, Rule
 from xla2tpu.prefilter import may_hold_idiom
@@ -195,14 +196,26 @@ def test_the_forbidden_name_check_can_fail() -> None:
 
 def test_every_reference_row_has_a_rule() -> None:
     """Each row ID of the torch_xla → TorchTPU mapping is named by some rule's `ref`
-    (a rule that folds a row in says so in its docs)."""
-    reference = Path(__file__).resolve().parents[2] / "shared" / "reference" / "torch_xla_to_torch_tpu.md"
-    if not reference.exists():
-        pytest.skip("the project's shared/reference/ is not beside this checkout")
-    ids = set(re.findall(r"^\| ([A-Z]{2,4}\d{2}) \|", reference.read_text(encoding="utf-8"), re.M))
+    (a rule that folds a row in says so in its docs), and every `ref` names a row."""
+    ids = set(reference_rows.read_copy())
     assert len(ids) > 150
     covered = {ref for rule in RULES for ref in rule.ref}
     assert sorted(ids - covered) == []
+    assert sorted(covered - ids) == []
+
+
+def test_the_copy_of_the_reference_rows_is_current() -> None:
+    if not reference_rows.REFERENCE.exists():
+        pytest.skip("the project's shared/reference/ is not beside this checkout: the copy is all there is")
+    current = reference_rows.render(reference_rows.row_ids(reference_rows.REFERENCE.read_text(encoding="utf-8")))
+    assert reference_rows.COPY.read_text(encoding="utf-8") == current, "the reference changed: run `python -m tests.reference_rows`"
+
+
+def test_reference_row_ids_are_read_from_table_rows_only() -> None:
+    text = "| ID | idiom |\n|----|----|\n| IMP02 | b |\n| IMP01 | a |\nsee IMP03\n| DST15 | c |\n| IMP01 | again |\n"
+    ids = reference_rows.row_ids(text)
+    assert ids == ["DST15", "IMP01", "IMP02"]
+    assert reference_rows.read_copy_text(reference_rows.render(ids)) == ids
 
 
 @pytest.mark.parametrize("alternative", prefilter.PATTERN.pattern.split(b"|"), ids=lambda a: a.decode())
