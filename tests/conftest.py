@@ -9,6 +9,9 @@ from click.testing import CliRunner
 
 from xla2tpu.cli import main
 
+# check_snapshots asserts there: show a diff on failure, as in a test module.
+pytest.register_assert_rewrite("tests.fixture_cases")
+
 # torch-tpu is a test extra and `import torch` autoloads it: keep libtpu away from the
 # cloud metadata service in this process and every child it starts.
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")

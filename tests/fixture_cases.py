@@ -3,14 +3,18 @@
 A case may start with `# fixture: <flags>` (`--unsafe-fixes`, `--target compile`,
 `--select XLA1,XLA2`). Without a `.fixed.py` the case must come out unchanged.
 Set XLA2TPU_UPDATE_FIXTURES=1 to rewrite the expectations from the current output,
-then review the diff like any code change.
+then review the diff like any code change. Off by default: a test whose expectation it
+rewrites is reported as skipped, never as passed (`check_snapshots`).
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from xla2tpu import catalogue
 from xla2tpu.diagnostics import Diagnostic, FixClass
@@ -18,6 +22,7 @@ from xla2tpu.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
+UPDATE = os.environ.get("XLA2TPU_UPDATE_FIXTURES") == "1"
 
 
 @dataclass(frozen=True)
@@ -59,3 +64,33 @@ def render(diagnostics: list[Diagnostic]) -> str:
     return "".join(
         f"{d.line}:{d.col}: {d.code} {'[*] ' if d.fixed else ''}({d.fix.value}) {d.message}\n" for d in diagnostics
     )
+
+
+Snapshot = str | bytes | None  # a file's text, its bytes, or None: the file must not exist
+
+
+def _stored(path: Path, like: Snapshot) -> Snapshot:
+    if not path.exists():
+        return None
+    return path.read_text(encoding="utf-8") if isinstance(like, str) else path.read_bytes()
+
+
+def check_snapshots(snapshots: dict[Path, Snapshot]) -> None:
+    """Assert each file holds what the engine produced now.
+
+    With XLA2TPU_UPDATE_FIXTURES=1 the files that differ are rewritten first and the test
+    is skipped: comparing them to what was just written would pass whatever the engine did.
+    """
+    stale = {path: now for path, now in snapshots.items() if _stored(path, now) != now}
+    if UPDATE and stale:
+        for path, now in stale.items():
+            if now is None:
+                path.unlink()
+            elif isinstance(now, str):
+                path.write_text(now, encoding="utf-8")
+            else:
+                path.write_bytes(now)
+        names = ", ".join(path.relative_to(FIXTURES).as_posix() for path in stale)
+        pytest.skip(f"XLA2TPU_UPDATE_FIXTURES rewrote {names}: review the diff, then run the tests without it")
+    for path, now in snapshots.items():
+        assert _stored(path, now) == now, f"{path.relative_to(ROOT)} is not what the engine produces now"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 import re._parser as sre_parse  # the stdlib's regex parser, to build a string a pattern matches
@@ -9,8 +10,9 @@ import re._parser as sre_parse  # the stdlib's regex parser, to build a string a
 import libcst as cst
 import pytest
 
+from tests import reference_rows
 from xla2tpu import catalogue, prefilter, templates
-from xla2tpu.catalogue import Rule
+from xla2tpu.catalogue import Condition, Rule
 from xla2tpu.prefilter import may_hold_idiom
 from xla2tpu.patterns import compile_pattern
 from xla2tpu.transforms import REGISTRY
@@ -53,7 +55,10 @@ def _examples(pattern: str) -> list[str]:
                 pieces = [s * low for s in walk(inner)] if low else [""]
             elif name == "IN":
                 first_op, first_arg = arg[0]
-                pieces = [chr(first_arg) if str(first_op) == "LITERAL" else "a"]
+                if str(first_op) == "LITERAL":
+                    pieces = [chr(first_arg)]
+                else:  # a class: a space for `\s`, so `import\s+torch_xla` reads as it would be written
+                    pieces = [" " if str(first_arg) == "CATEGORY_SPACE" else "a"]
             elif name == "AT":
                 pieces = [""]
             else:  # ANY, categories: any character the pattern accepts there
@@ -64,48 +69,67 @@ def _examples(pattern: str) -> list[str]:
     return walk(sre_parse.parse(pattern))
 
 
-def _file_gate(rule: Rule) -> str | None:
-    """Source text the rule's own `when` requires in the file, if any.
+def _gate_texts(rule: Rule) -> list[str]:
+    """Texts one of which every file the rule fires in holds, by the rule's own `when`;
+    empty for a rule with no such condition.
 
-    `file-contains:` / `file-matches:` name it; `literal:P=V` / `value:V` require the literal
-    V to be written in the file.
+    `file-contains:T` needs T; `file-matches:R` one of R's alternatives; `literal:P=V` and
+    `value:V` the string V written in the file, with either quote.
     """
     for condition in rule.when:
-        if condition.kind in ("file-contains", "file-matches"):
-            return condition.arg
+        if condition.kind == "file-contains":
+            return [condition.arg]
+        if condition.kind == "file-matches":
+            return _examples(condition.arg)
         if condition.kind in ("literal", "value") and isinstance(condition.value, str):
-            return repr(condition.value)
-    return None
+            return [f'"{condition.value}"', f"'{condition.value}'"]
+    return []
 
 
 def _reachable(text: str) -> bool:
     return may_hold_idiom(text.encode())
 
 
-SITE_RULES = [r for r in RULES if r.kind not in ("file", "lint")]
-
-
-@pytest.mark.parametrize("rule", SITE_RULES, ids=_ids(SITE_RULES))
-def test_prefilter_never_hides_an_idiom(rule: Rule) -> None:
-    """Whatever a rule matches contains bytes the engine's prefilter looks for.
-
-    File and lint rules are exempt: they judge files that are being migrated (a file rule
-    changes what the other rules do, a lint reports a pattern of plain PyTorch that costs
-    more once torch_xla's graph cuts are gone), so a file without any idiom has nothing
-    for them to say.
-    """
-    gate = _file_gate(rule)
-    if gate is not None and _reachable(gate):
-        return  # the rule only fires in files that contain the gate text
+def _hidden_forms(rule: Rule) -> list[str]:
+    """What the rule matches that a file could hold with no byte the prefilter looks for."""
     if rule.kind == "string-arg":
         assert rule.pattern is not None
-        for example in _examples(rule.pattern.pattern):
-            assert _reachable(f'"{example}"') or _reachable(f"'{example}'"), (rule.code, example)
-        return
-    for name in rule.match:
-        # `{slot}`s of expression patterns stand for arbitrary code: only the literal part counts.
-        literal = re.sub(r"\{\w+\}", "", name.removesuffix(".*"))
-        assert _reachable(literal), f"{rule.code}: the prefilter would skip a file whose only idiom is {name!r}"
+        examples = _examples(rule.pattern.pattern)
+        return [e for e in examples if not (_reachable(f'"{e}"') or _reachable(f"'{e}'"))]
+    # `{slot}`s of expression patterns stand for arbitrary code: only the literal part counts.
+    return [name for name in rule.match if not _reachable(re.sub(r"\{\w+\}", "", name.removesuffix(".*")))]
+
+
+# File and lint rules are exempt: they judge files that are being migrated (a file rule
+# changes what the other rules do, a lint reports a pattern of plain PyTorch that costs
+# more once torch_xla's graph cuts are gone), so a file without any idiom has nothing
+# for them to say.
+SITE_RULES = [r for r in RULES if r.kind not in ("file", "lint")]
+GATED = [r for r in SITE_RULES if _gate_texts(r)]
+UNGATED = [r for r in SITE_RULES if not _gate_texts(r)]
+
+
+@pytest.mark.parametrize("rule", UNGATED, ids=_ids(UNGATED))
+def test_prefilter_never_hides_an_idiom(rule: Rule) -> None:
+    """Whatever a rule matches contains bytes the engine's prefilter looks for."""
+    assert _hidden_forms(rule) == [], f"{rule.code}: the prefilter would skip a file whose only idiom is one of these"
+
+
+@pytest.mark.parametrize("rule", GATED, ids=_ids(GATED))
+def test_prefilter_never_hides_a_gated_idiom(rule: Rule) -> None:
+    """A rule that fires only in files holding some text (`torch._dynamo.mark_dynamic` only
+    next to a torch_xla import) is reachable when the prefilter looks for every such text,
+    or else for whatever the rule matches."""
+    unread = [text for text in _gate_texts(rule) if not _reachable(text)]
+    assert unread == [] or _hidden_forms(rule) == [], f"{rule.code}: the prefilter reads neither {unread} nor {_hidden_forms(rule)}"
+
+
+def test_the_prefilter_checks_can_fail() -> None:
+    [rule] = [r for r in GATED if r.code == "XLA310"]  # `torch._dynamo.mark_dynamic`
+    assert _hidden_forms(rule) == ["torch._dynamo.mark_dynamic"]  # only the gate makes it reachable
+    assert _gate_texts(dataclasses.replace(rule, when=(Condition.parse("file-contains:mark_dynamic"),))) == ["mark_dynamic"]
+    assert not _reachable("mark_dynamic")
+    assert _gate_texts(rule) and all(_reachable(text) for text in _gate_texts(rule))
 
 
 def test_example_builder_covers_every_branch() -> None:
@@ -142,13 +166,26 @@ def test_expression_patterns_parse(rule: Rule) -> None:
         compile_pattern(text)
 
 
-@pytest.mark.parametrize(("rule", "case"), CASES, ids=CASE_IDS)
+# Cases whose fix writes code from a template; transforms write theirs from Python (below).
+EMITTING = [(pair, name) for pair, name in zip(CASES, CASE_IDS) if pair[1].action in ("replace", "rename")]
+TRANSFORM_MODULES = sorted((Path(templates.__file__).parent / "transforms").glob("*.py"))
+
+
+@pytest.mark.parametrize(("rule", "case"), [pair for pair, _ in EMITTING], ids=[name for _, name in EMITTING])
 def test_no_fix_emits_a_forbidden_name(rule: Rule, case: catalogue.Case) -> None:
-    if case.action not in ("replace", "rename"):
-        return
-    emitted = set(TPU_NAME.findall(case.template))
-    assert not emitted & NEVER_EMIT, f"{rule.code} emits {emitted & NEVER_EMIT}: use torch.accelerator"
-    assert not GENERATED_METHODS.search(case.template), f"{rule.code} emits `.is_tpu` / `.tpu()`"
+    _assert_emits_no_forbidden_name(rule.code, case.template)
+
+
+@pytest.mark.parametrize("module", TRANSFORM_MODULES, ids=[path.stem for path in TRANSFORM_MODULES])
+def test_no_transform_emits_a_forbidden_name(module: Path) -> None:
+    # Transforms spell what they emit as strings in their module (templates, qualified names).
+    _assert_emits_no_forbidden_name(module.name, module.read_text(encoding="utf-8"))
+
+
+def _assert_emits_no_forbidden_name(where: str, code: str) -> None:
+    emitted = set(TPU_NAME.findall(code))
+    assert not emitted & NEVER_EMIT, f"{where} emits {emitted & NEVER_EMIT}: use torch.accelerator"
+    assert not GENERATED_METHODS.search(code), f"{where} emits `.is_tpu` / `.tpu()`"
 
 
 def test_the_forbidden_name_check_can_fail() -> None:
@@ -159,14 +196,26 @@ def test_the_forbidden_name_check_can_fail() -> None:
 
 def test_every_reference_row_has_a_rule() -> None:
     """Each row ID of the torch_xla → TorchTPU mapping is named by some rule's `ref`
-    (a rule that folds a row in says so in its docs)."""
-    reference = Path(__file__).resolve().parents[2] / "shared" / "reference" / "torch_xla_to_torch_tpu.md"
-    if not reference.exists():
-        pytest.skip("the project's shared/reference/ is not beside this checkout")
-    ids = set(re.findall(r"^\| ([A-Z]{2,4}\d{2}) \|", reference.read_text(encoding="utf-8"), re.M))
+    (a rule that folds a row in says so in its docs), and every `ref` names a row."""
+    ids = set(reference_rows.read_copy())
     assert len(ids) > 150
     covered = {ref for rule in RULES for ref in rule.ref}
     assert sorted(ids - covered) == []
+    assert sorted(covered - ids) == []
+
+
+def test_the_copy_of_the_reference_rows_is_current() -> None:
+    if not reference_rows.REFERENCE.exists():
+        pytest.skip("the project's shared/reference/ is not beside this checkout: the copy is all there is")
+    current = reference_rows.render(reference_rows.row_ids(reference_rows.REFERENCE.read_text(encoding="utf-8")))
+    assert reference_rows.COPY.read_text(encoding="utf-8") == current, "the reference changed: run `python -m tests.reference_rows`"
+
+
+def test_reference_row_ids_are_read_from_table_rows_only() -> None:
+    text = "| ID | idiom |\n|----|----|\n| IMP02 | b |\n| IMP01 | a |\nsee IMP03\n| DST15 | c |\n| IMP01 | again |\n"
+    ids = reference_rows.row_ids(text)
+    assert ids == ["DST15", "IMP01", "IMP02"]
+    assert reference_rows.read_copy_text(reference_rows.render(ids)) == ids
 
 
 @pytest.mark.parametrize("alternative", prefilter.PATTERN.pattern.split(b"|"), ids=lambda a: a.decode())

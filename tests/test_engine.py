@@ -144,8 +144,43 @@ def test_argument_comments_and_formatting_survive() -> None:
         full_graph=True,
     )
     """
-    assert "torch.compile(step,  # the step\n" not in fix(source)  # arguments are reused as nodes
-    assert "step" in fix(source) and "fullgraph=True" in fix(source)
+    # The comment after `step`, one argument per line and the trailing comma all survive;
+    # only the name, the new `backend` argument and the keyword's new name change.
+    assert fix(source) == textwrap.dedent("""\
+    import torch
+
+    f = torch.compile(
+        step,  # the step
+        backend="tpu",
+        fullgraph=True,
+    )
+    """)
+
+
+def test_reordered_arguments_keep_their_own_comments_and_the_closing() -> None:
+    # The template puts `name` last; its end-of-line comment goes with it (so `)` moves to
+    # the next line: the original had no line end there), the comment line above `step`
+    # stays above `step`, and the call still closes without a trailing comma.
+    source = """\
+    import torch_xla
+
+    f = torch_xla.compile(  # open
+        # about step
+        step,
+        name="x",  # the name
+        full_graph=True)
+    """
+    assert fix(source) == textwrap.dedent("""\
+    import torch
+
+    f = torch.compile(  # open
+        # about step
+        step,
+        backend="tpu",
+        fullgraph=True,
+        name="x"  # the name
+    )
+    """)
 
 
 def test_star_args_are_not_guessed() -> None:

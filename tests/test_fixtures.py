@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import ast
-import os
 
 import pytest
 
-from tests.fixture_cases import Case, cases, render
+from tests.fixture_cases import Case, cases, check_snapshots, render
 from xla2tpu import catalogue
 from xla2tpu.engine import process_source
 
-UPDATE = os.environ.get("XLA2TPU_UPDATE_FIXTURES") == "1"
 CASES = cases()
 
 
@@ -22,20 +20,12 @@ def test_fixture(case: Case) -> None:
     result = process_source(str(case.path), data, settings)
     assert result.error is None, result.error
     output = result.new_source if result.new_source is not None else data
-    found = render(result.diagnostics)
-    if UPDATE:
-        case.expected.write_text(found, encoding="utf-8")
-        if output != data:
-            case.fixed.write_bytes(output)
-        elif case.fixed.exists():
-            case.fixed.unlink()
-    assert found == case.expected.read_text(encoding="utf-8")
-    expected_output = case.fixed.read_bytes() if case.fixed.exists() else data
-    assert output == expected_output
     ast.parse(output)
     # fix is idempotent: a second run changes nothing
     again = process_source(str(case.path), output, settings)
     assert again.new_source is None, "a second fix changed the file again"
+    # Without a .fixed.py the case must come out unchanged.
+    check_snapshots({case.expected: render(result.diagnostics), case.fixed: output if output != data else None})
 
 
 def test_every_rule_has_a_fixture_that_fires() -> None:

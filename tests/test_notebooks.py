@@ -95,7 +95,15 @@ def test_syntax_error_names_the_cell(invoke, tmp_path: Path) -> None:
 
 
 def test_non_python_notebook_is_skipped(invoke, tmp_path: Path) -> None:
-    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": "library(torch_xla)"}]
+    # R through reticulate: it names torch_xla (so the prefilter lets it through) and is
+    # not Python (`<-`, `$`), so only the kernel check keeps it from a syntax error.
+    source = 'library(reticulate)\nxm <- import("torch_xla.core.xla_model")\ndevice <- xm$xla_device()\n'
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}]
     meta = {"kernelspec": {"language": "R", "name": "ir"}, "language_info": {"name": "R"}}
-    (tmp_path / "r.ipynb").write_text(json.dumps({"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}))
-    assert invoke("check", "--no-cache", ".").exit_code == 0
+    path = tmp_path / "r.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}))
+    data = path.read_bytes()
+    for command in ("check", "fix"):
+        result = invoke(command, "--no-cache", ".")
+        assert result.exit_code == 0 and "r.ipynb" not in result.output, result.output
+    assert path.read_bytes() == data

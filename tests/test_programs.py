@@ -3,24 +3,22 @@ byte for byte, and leaves exactly the findings listed in `expected` for a human.
 
 Each `fixtures/programs/<name>/` holds the three files; `migrated.py` is reviewed line by
 line like hand-written code. XLA2TPU_UPDATE_FIXTURES=1 rewrites `migrated.py` and
-`expected` from the current output (review the diff).
+`expected` from the current output and skips those tests (review the diff).
 """
 
 from __future__ import annotations
 
 import ast
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.fixture_cases import FIXTURES, render
+from tests.fixture_cases import FIXTURES, check_snapshots, render
 from xla2tpu import catalogue
 from xla2tpu.diagnostics import FixClass
 from xla2tpu.engine import process_source
 from xla2tpu.settings import Settings
 
-UPDATE = os.environ.get("XLA2TPU_UPDATE_FIXTURES") == "1"
 PROGRAMS = sorted(path.parent for path in (FIXTURES / "programs").glob("*/legacy.py"))
 
 
@@ -35,13 +33,9 @@ def test_program_migration(program: Path) -> None:
     result = process_source(str(legacy), legacy.read_bytes(), _settings())
     assert result.error is None, result.error
     assert result.new_source is not None, "nothing was migrated"
-    remaining = render([d for d in result.diagnostics if not d.fixed])
-    if UPDATE:
-        (program / "migrated.py").write_bytes(result.new_source)
-        (program / "expected").write_text(remaining, encoding="utf-8")
-    assert result.new_source == (program / "migrated.py").read_bytes()
-    assert remaining == (program / "expected").read_text(encoding="utf-8")
     ast.parse(result.new_source)
+    remaining = render([d for d in result.diagnostics if not d.fixed])
+    check_snapshots({program / "migrated.py": result.new_source, program / "expected": remaining})
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.name for p in PROGRAMS])

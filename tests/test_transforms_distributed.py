@@ -7,7 +7,7 @@ import textwrap
 import libcst as cst
 
 from xla2tpu import catalogue
-from xla2tpu.diagnostics import FixClass
+from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.engine import process_source
 from xla2tpu.resolve import Scope
 from xla2tpu.settings import Settings
@@ -15,13 +15,22 @@ from xla2tpu.transforms import CallSite
 from xla2tpu.transforms.forms import fresh_name, tuple_items
 
 
-def _fix(source: str) -> str:
+def _run(source: str) -> tuple[str, list[Diagnostic]]:
+    """The fixed text (unsafe fixes included) and every finding."""
     cat = catalogue.load()
     settings = Settings(cat.select(["ALL"], []), frozenset({FixClass.SAFE, FixClass.UNSAFE}), "eager")
     data = textwrap.dedent(source).encode()
     result = process_source("t.py", data, settings)
     assert result.error is None, result.error
-    return (result.new_source or data).decode()
+    return (result.new_source or data).decode(), result.diagnostics
+
+
+def _fix(source: str) -> str:
+    return _run(source)[0]
+
+
+def _findings(diagnostics: list[Diagnostic], code: str) -> list[tuple[int, int, FixClass, bool]]:
+    return [(d.line, d.col, d.fix, d.fixed) for d in diagnostics if d.code == code]
 
 
 def _site(code: str) -> CallSite:
@@ -90,22 +99,37 @@ def test_reduce_type_is_read_from_a_keyword_or_a_string() -> None:
 
 
 def test_an_unknown_reduction_is_left_manual() -> None:
-    source = """
+    # Next to a reduction the transform knows, which it rewrites: the rule read both calls
+    # and left only the one whose reduction is a run-time value.
+    fixed, diagnostics = _run(
+        """
         import torch_xla.core.xla_model as xm
 
         def f(t, op):
-            return xm.reduce_scatter(op, t, 1.0, 0, 4)
+            a = xm.reduce_scatter(op, t, 1.0, 0, 4)
+            b = xm.reduce_scatter(xm.REDUCE_SUM, t, 1.0, 0, 4)
+            return a, b
         """
-    assert "xm.reduce_scatter(op, t, 1.0, 0, 4)" in _fix(source)
+    )
+    assert _findings(diagnostics, "XLA642") == [(5, 9, FixClass.MANUAL, False), (6, 9, FixClass.UNSAFE, True)]
+    assert "    a = xm.reduce_scatter(op, t, 1.0, 0, 4)\n" in fixed
+    assert '    b = torch.distributed._functional_collectives.reduce_scatter_tensor(t, "sum", 0, torch.distributed.group.WORLD)\n' in fixed
 
 
 def test_broadcast_of_a_computed_model_is_manual() -> None:
-    fixed = _fix(
+    # The fix names the model twice (`.parameters()`, `.buffers()`): a call would run twice,
+    # so only a plain name is rewritten.
+    fixed, diagnostics = _run(
         """
         import torch_xla.core.xla_model as xm
 
-        def f(build):
+        def f(build, model):
             xm.broadcast_master_param(build())
+            xm.broadcast_master_param(model)
         """
     )
-    assert "xm.broadcast_master_param(build())" in fixed
+    assert _findings(diagnostics, "XLA618") == [(5, 5, FixClass.MANUAL, False), (6, 5, FixClass.UNSAFE, True)]
+    [manual] = [d for d in diagnostics if d.code == "XLA618" and not d.fixed]
+    assert manual.message.startswith("`xm.broadcast_master_param(build())`: broadcast each of `model.parameters()`")
+    assert "    xm.broadcast_master_param(build())\n" in fixed
+    assert "for tensor in itertools.chain(model.parameters(), model.buffers()):" in fixed

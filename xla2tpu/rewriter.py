@@ -15,6 +15,7 @@ from libcst.metadata import CodeRange
 
 from xla2tpu import patterns, templates
 from xla2tpu.catalogue import Case, Rule
+from xla2tpu.call_layout import keep_layout
 from xla2tpu.conditions import Site, applies, bind, choose, literal_text
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.index import RuleIndex
@@ -503,6 +504,8 @@ class Rewriter(StatementPruner):
         self.ctx.imports_needed |= rendered.imports
         node = rendered.node
         assert isinstance(node, cst.BaseExpression)
+        if isinstance(updated, cst.Call):
+            node = keep_layout(updated, node)
         if updated.lpar:
             node = node.with_changes(lpar=updated.lpar, rpar=updated.rpar)
         return templates.parenthesise_for(self._parent(), node)
