@@ -77,14 +77,14 @@ def parse(text: str) -> list[FilePatch]:
     hunk: Hunk | None = None
     last: list[list[str]] = []  # the sides the previous body line went to
     for number, line in enumerate(text.splitlines(keepends=True), 1):
-        if hunk is not None and hunk.open:
+        if line.rstrip("\n") == NO_NEWLINE:  # may sit between a hunk's - and + lines
+            for side in last:
+                side[-1] = side[-1].removesuffix("\n")
+        elif hunk is not None and hunk.open:
             if line[:1] not in (" ", "-", "+", "\n"):
                 raise HandStepError(f"line {number}: the hunk ends early (its @@ header "
                                     f"counts {hunk.old_count} old and {hunk.new_count} new lines)")
             last = _add(hunk, line)
-        elif line.rstrip("\n") == NO_NEWLINE:
-            for side in last:
-                side[-1] = side[-1].removesuffix("\n")
         elif line.startswith("+++ "):
             patches.append(FilePatch(_target(line.rstrip("\n"))))
         elif (match := HUNK_HEADER.match(line)) is not None:
