@@ -269,7 +269,8 @@ def _verify(case: Case, opts: Options, out: Outcome) -> None:
         work = _copy(case, Path(tmp) / "migrated")
         mig, hand_error = _migrate(case, opts, work, out)
         if mig.exit_code in (0, 1) and hand_error is None:
-            out.entry_source = (work / case.entry).read_text(encoding="utf-8")
+            # What ran, for the report and tests (a script in another encoding still runs).
+            out.entry_source = (work / case.entry).read_text(encoding="utf-8", errors="replace")
             report = Path(tmp) / "standin.jsonl"
             out.migrated = run_program([sys.executable, case.entry, *case.args], work,
                                        migrated_env(opts.backend, report), timeout)
