@@ -12,12 +12,14 @@ case.toml (every key optional):
     requires = ["transformers"]            # modules both interpreters need, else skip
     legacy_env = { CPU_NUM_DEVICES = "1" } # extra environment for the torch_xla run
     legacy = false             # never run a legacy leg (say why in a comment)
+    baseline_from = "../other" # a borrowed baseline: that case's expected.json (say why)
     description = "..."
 Beside it, optionally:
     expected.json   results of the torch_xla run, recorded with `verify --record`:
                     the baseline when no --legacy-python is given
-    migrated/       a hand-finished migration, used when the engine leaves manual
-                    findings (files overlay the engine's copy)
+    hand.patch      the documented hand step: a unified diff over the engine's output,
+                    touching only the lines of the findings the engine leaves
+                    (see handstep.py)
 """
 from __future__ import annotations
 
@@ -29,9 +31,9 @@ from typing import Any
 
 CASE_FILE = "case.toml"
 EXPECTED_FILE = "expected.json"
-FINISHED_DIR = "migrated"
+HAND_PATCH = "hand.patch"
 # Not copied into the directory the engine migrates.
-METADATA = frozenset({CASE_FILE, EXPECTED_FILE, FINISHED_DIR, "__pycache__"})
+METADATA = frozenset({CASE_FILE, EXPECTED_FILE, HAND_PATCH, "__pycache__"})
 
 
 @dataclass
@@ -48,7 +50,8 @@ class Case:
     legacy: bool = True
     description: str = ""
     expected: Any = None
-    finished: Path | None = None
+    baseline_from: str | None = None  # the case whose expected.json is borrowed
+    hand_patch: Path | None = None
 
     @property
     def is_script(self) -> bool:
@@ -90,11 +93,24 @@ def load_case(path: Path) -> Case:
     )
     if not (path / case.entry).is_file():
         raise CaseError(f"{path}: entry {case.entry} not found")
-    if (path / EXPECTED_FILE).is_file():
+    if "baseline_from" in meta:
+        _borrow_baseline(case, path / str(meta["baseline_from"]))
+    elif (path / EXPECTED_FILE).is_file():
         case.expected = json.loads((path / EXPECTED_FILE).read_text(encoding="utf-8"))
-    if (path / FINISHED_DIR).is_dir():
-        case.finished = path / FINISHED_DIR
+    if (path / HAND_PATCH).is_file():
+        case.hand_patch = path / HAND_PATCH
     return case
+
+
+def _borrow_baseline(case: Case, source: Path) -> None:
+    # Read from the other case rather than copied, so the two cannot drift apart; a case
+    # with its own expected.json as well would leave it unclear which one is compared.
+    if (case.root / EXPECTED_FILE).is_file():
+        raise CaseError(f"{case.root}: both {EXPECTED_FILE} and baseline_from; keep one")
+    if not (source / EXPECTED_FILE).is_file():
+        raise CaseError(f"{case.root / CASE_FILE}: baseline_from: no {EXPECTED_FILE} in {source}")
+    case.expected = json.loads((source / EXPECTED_FILE).read_text(encoding="utf-8"))
+    case.baseline_from = source.resolve().name
 
 
 def discover(paths: list[Path]) -> list[Case]:

@@ -1,7 +1,8 @@
 """Compare two results objects (the JSON a runnable program prints on its last line).
 
-Floats within `abs(a - e) <= atol + rtol * abs(e)` (numpy's isclose); ints, bools,
-strings and None exactly; dict keys starting with "_" are informational and skipped.
+Floats within `abs(a - e) <= atol + rtol * abs(e)` (numpy's isclose), where NaN matches
+NaN and an infinity only itself; ints, bools, strings and None exactly; dict keys
+starting with "_" are informational and skipped.
 """
 from __future__ import annotations
 
@@ -49,7 +50,11 @@ def _walk(exp: Any, act: Any, path: str, rtol: float, atol: float, out: Comparis
     out.leaves += 1
     if _is_number(exp) and _is_number(act) and (isinstance(exp, float) or isinstance(act, float)):
         e, a = float(exp), float(act)
-        if math.isnan(e) or math.isnan(a):
+        if a == e:  # also two infinities of one sign, whose difference is nan
+            return
+        if not (math.isfinite(e) and math.isfinite(a)):
+            # NaN matches NaN only; an infinity matches only itself (caught above), since
+            # rtol * inf would let any value, even the other infinity, through.
             if not (math.isnan(e) and math.isnan(a)):
                 out.fail(f"{path}: expected {e!r}, got {a!r}")
             return

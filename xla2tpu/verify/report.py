@@ -29,7 +29,7 @@ def _comparison(o: Outcome) -> str:
             return "no baseline (exit status only)"
         return "exit status only" if o.baseline else "-"
     verdict = "ok" if c.ok else f"{len(c.diffs)} DIFF(S)"
-    return f"{verdict} vs {o.baseline}, abs {c.max_abs:.1e} rel {c.max_rel:.1e}"
+    return f"{verdict} vs {o.baseline_label}, abs {c.max_abs:.1e} rel {c.max_rel:.1e}"
 
 
 def _migration(o: Outcome) -> str:
@@ -38,6 +38,31 @@ def _migration(o: Outcome) -> str:
         return "-"
     left = f", {m.findings} left" if m.findings else ""
     return f"{o.migration_source}{left}"
+
+
+def summary(outcomes: list[Outcome]) -> dict[str, int]:
+    """Counts for the closing lines: a pass that needed the case's hand step is counted
+    apart from a pass on the engine's output alone."""
+    hand = sum(o.status == "pass" and o.hand_step for o in outcomes)
+    passed = sum(o.status == "pass" for o in outcomes) - hand
+    skipped = sum(o.status == "skip" for o in outcomes)
+    return {"passed": passed, "passed_after_hand_step": hand,
+            "failed": len(outcomes) - passed - hand - skipped, "skipped": skipped}
+
+
+def closing_lines(outcomes: list[Outcome]) -> list[str]:
+    """The last lines of the table output. The very last keeps the plain
+    `N passed, N failed, N skipped` form that log parsers read; the hand-step passes go
+    on a line of their own before it, behind a "hand step:" label, so that no parser
+    adds them to the engine's passes."""
+    counts = summary(outcomes)
+    lines = []
+    if counts["passed_after_hand_step"]:
+        names = ", ".join(o.case.name for o in outcomes if o.status == "pass" and o.hand_step)
+        lines.append(f"hand step: {counts['passed_after_hand_step']} passed after a documented "
+                     f"hand step ({names})")
+    lines.append(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+    return lines
 
 
 def _banner(outcomes: list[Outcome]) -> str:
@@ -87,9 +112,8 @@ def print_table(outcomes: list[Outcome], console: Console | None = None) -> None
             if run is not None and not run.ok and run.stderr.strip():
                 console.print(f"  {label} stderr (tail):")
                 console.print(_indent(run.stderr, 15), markup=False, highlight=False)
-    passed = sum(o.status == "pass" for o in outcomes)
-    skipped = sum(o.status == "skip" for o in outcomes)
-    console.print(f"{passed} passed, {len(outcomes) - passed - skipped} failed, {skipped} skipped")
+    for line in closing_lines(outcomes):
+        console.print(line, markup=False, highlight=False)
 
 
 def _indent(text: str, lines: int) -> str:
@@ -116,6 +140,7 @@ def to_json(outcomes: list[Outcome]) -> dict[str, Any]:
             "passed": o.status == "pass",
             "reasons": o.reasons,
             "notes": o.notes,
+            "hand_step": o.hand_step,
             "migration": None if o.migration is None else {
                 "source": o.migration_source, "exit_code": o.migration.exit_code,
                 "findings_left": o.migration.findings, "duration": round(o.migration.duration, 3),
@@ -123,6 +148,7 @@ def to_json(outcomes: list[Outcome]) -> dict[str, Any]:
             "migrated": _run_json(o.migrated),
             "legacy": _run_json(o.legacy),
             "baseline": o.baseline or None,
+            "baseline_borrowed_from": o.case.baseline_from if o.baseline == "recorded" else None,
             "comparison": None if c is None else {
                 "ok": c.ok, "max_abs_err": c.max_abs, "max_rel_err": c.max_rel,
                 "compared": c.leaves, "diffs": c.diffs},
@@ -130,6 +156,7 @@ def to_json(outcomes: list[Outcome]) -> dict[str, Any]:
         })
     return {"backend": sorted({o.backend for o in outcomes}),
             "passed": all(o.status in ("pass", "skip") for o in outcomes),
+            "summary": summary(outcomes),
             "cases": cases}
 
 

@@ -21,13 +21,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import backend as backends
-from .cases import EXPECTED_FILE, METADATA, Case
+from . import handstep
+from .cases import EXPECTED_FILE, HAND_PATCH, METADATA, Case
 from .compare import Comparison, compare
+from .handstep import HandStepError
 
 STANDIN_DIR = Path(__file__).parent / "standin"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # so `-m xla2tpu` works from source
 FINDING = re.compile(r"^\S.*:\d+:\d+: [A-Z]+\d+ ", re.M)
 TAIL = 4000  # characters of stdout/stderr kept for the report
+ENGINE = "engine"  # where the migrated code came from: the engine's output as it is,
+HAND_STEP = "engine + hand.patch"  # or with the case's documented hand step applied
 
 
 @dataclass
@@ -90,12 +94,22 @@ class Outcome:
     reasons: list[str] = field(default_factory=list)  # why it did not pass
     notes: list[str] = field(default_factory=list)  # worth saying, not failures
     migration: Migration | None = None
-    migration_source: str = "engine"  # or "hand-finished"
+    migration_source: str = ENGINE  # or HAND_STEP
+    entry_source: str | None = None  # the migrated entry file as it ran
     migrated: Run | None = None
     legacy: Run | None = None
     baseline: str = ""  # "legacy", "recorded" or "" (none)
     comparison: Comparison | None = None
     duration: float = 0.0
+
+    @property
+    def hand_step(self) -> bool:
+        return self.migration_source == HAND_STEP
+
+    @property
+    def baseline_label(self) -> str:
+        borrowed = self.baseline == "recorded" and self.case.baseline_from is not None
+        return f"{self.baseline} (borrowed from {self.case.baseline_from})" if borrowed else self.baseline
 
 
 def last_json(stdout: str) -> Any:
@@ -125,15 +139,54 @@ def run_program(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) 
     return Run(code, time.monotonic() - start, out[-TAIL:], err[-TAIL:], last_json(out))
 
 
-def engine_migrate(workdir: Path, unsafe_fixes: bool, target: str) -> Migration:
-    """`xla2tpu fix` on the copy. Exit 0 (clean) and 1 (manual findings left) are normal."""
-    cmd = [sys.executable, "-m", "xla2tpu", "fix", "--target", target]
-    cmd += ["--unsafe-fixes"] if unsafe_fixes else []
+def _engine(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m xla2tpu ARGS .` in `workdir`: the CLI's contract, not its internals."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_PARENT), env.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "xla2tpu", *args, "."], cwd=workdir, env=env,
+                          capture_output=True, text=True)
+
+
+def engine_migrate(workdir: Path, unsafe_fixes: bool, target: str) -> Migration:
+    """`xla2tpu fix` on the copy. Exit 0 (clean) and 1 (manual findings left) are normal."""
     start = time.monotonic()
-    proc = subprocess.run([*cmd, "."], cwd=workdir, env=env, capture_output=True, text=True)
+    proc = _engine(workdir, "fix", "--target", target, *(["--unsafe-fixes"] if unsafe_fixes else []))
     return Migration(proc.returncode, (proc.stdout + proc.stderr)[-TAIL:], time.monotonic() - start)
+
+
+def finding_lines(workdir: Path) -> dict[str, set[int]]:
+    """The lines (1-based, first to last) of every finding left in `workdir`, by file.
+
+    `xla2tpu check` on the engine's output, because `fix` reports what remains at its
+    lines in the input, which the rewrites above it have shifted.
+    """
+    proc = _engine(workdir, "check", "--output-format", "json", "--no-cache", "--exit-zero")
+    if proc.returncode != 0:
+        raise HandStepError(f"`xla2tpu check` on the engine's output exited {proc.returncode}: "
+                            f"{proc.stderr.strip()[-500:]}")
+    lines: dict[str, set[int]] = {}
+    for finding in json.loads(proc.stdout)["findings"]:
+        first = finding["location"]["row"]
+        last = (finding.get("end_location") or finding["location"])["row"]
+        lines.setdefault(Path(finding["filename"]).as_posix(), set()).update(range(first, last + 1))
+    return lines
+
+
+def apply_hand_step(patch_file: Path, work: Path) -> None:
+    """Apply a case's hand.patch to the engine's output in `work`, in place. Raises
+    HandStepError when it does not apply, is not needed, or touches lines no finding is on."""
+    patches = handstep.parse(patch_file.read_text(encoding="utf-8"))
+    left = finding_lines(work)
+    if not left:
+        raise HandStepError(f"the engine left no finding, so {patch_file.name} has nothing to "
+                            "finish: delete it")
+    for patch in patches:
+        target = (work / patch.path).resolve()
+        if not target.is_relative_to(work.resolve()) or not target.is_file():
+            raise HandStepError(f"{patch_file.name} patches {patch.path}, which is not in the case")
+        text = target.read_bytes().decode("utf-8")
+        new = handstep.apply(patch, text, left.get(patch.path, set()))
+        target.write_bytes(new.encode("utf-8"))
 
 
 def _copy(case: Case, dest: Path) -> Path:
@@ -197,7 +250,7 @@ def _verify(case: Case, opts: Options, out: Outcome) -> None:
         out.status = "skip"
         out.reasons.append(f"not installed for the migrated run: {', '.join(missing)}")
         return
-    rtol, atol = max(opts.rtol, case.rtol), max(opts.atol, case.atol)
+    rtol, atol = tolerances(case, opts)
     timeout = case.timeout or opts.timeout
     with tempfile.TemporaryDirectory(prefix=f"xla2tpu-verify-{case.name}-") as tmp, \
             ThreadPoolExecutor(max_workers=2) as pool:  # the two legs are independent
@@ -214,14 +267,10 @@ def _verify(case: Case, opts: Options, out: Outcome) -> None:
                                      orig, legacy_env(case), timeout)
 
         work = _copy(case, Path(tmp) / "migrated")
-        migrate = opts.migrator or engine_migrate
-        out.migration = mig = migrate(work, opts.unsafe_fixes, opts.target)
-        if mig.exit_code in (0, 1):
-            if mig.exit_code == 1 and case.finished is not None:
-                shutil.copytree(case.finished, work, dirs_exist_ok=True)
-                out.migration_source = "hand-finished"
-                out.notes.append(f"the engine left {mig.findings} finding(s); "
-                                 f"ran the hand-finished migration in {case.finished.name}/")
+        mig, hand_error = _migrate(case, opts, work, out)
+        if mig.exit_code in (0, 1) and hand_error is None:
+            # What ran, for the report and tests (a script in another encoding still runs).
+            out.entry_source = (work / case.entry).read_text(encoding="utf-8", errors="replace")
             report = Path(tmp) / "standin.jsonl"
             out.migrated = run_program([sys.executable, case.entry, *case.args], work,
                                        migrated_env(opts.backend, report), timeout)
@@ -233,7 +282,34 @@ def _verify(case: Case, opts: Options, out: Outcome) -> None:
         out.status = "error"
         out.reasons.append(f"the migration failed (exit {mig.exit_code})")
         return
+    if hand_error is not None:
+        out.status = "error"
+        out.reasons.append(f"the hand step {HAND_PATCH} failed: {hand_error}")
+        return
     _judge(case, opts, out, rtol, atol)
+
+
+def tolerances(case: Case, opts: Options) -> tuple[float, float]:
+    """(rtol, atol): a case's values are floors (bf16 cases need looser ones); the
+    command line's apply when larger."""
+    return max(opts.rtol, case.rtol), max(opts.atol, case.atol)
+
+
+def _migrate(case: Case, opts: Options, work: Path, out: Outcome) -> tuple[Migration, str | None]:
+    """The engine on `work`, then the case's hand step if it has one; returns the
+    migration and why the hand step failed (None when it applied or there is none)."""
+    migrate = opts.migrator or engine_migrate
+    out.migration = mig = migrate(work, opts.unsafe_fixes, opts.target)
+    if mig.exit_code not in (0, 1) or case.hand_patch is None:
+        return mig, None
+    try:
+        apply_hand_step(case.hand_patch, work)
+    except HandStepError as e:
+        return mig, str(e)
+    out.migration_source = HAND_STEP
+    out.notes.append(f"the engine left {mig.findings} finding(s); applied the documented "
+                     f"hand step {HAND_PATCH} over its output")
+    return mig, None
 
 
 def _judge(case: Case, opts: Options, out: Outcome, rtol: float, atol: float) -> None:
@@ -253,7 +329,7 @@ def _judge(case: Case, opts: Options, out: Outcome, rtol: float, atol: float) ->
     if legacy is not None:
         if legacy.ok and legacy.result is not None:
             baseline, out.baseline = legacy.result, "legacy"
-            if opts.record and not case.is_script:
+            if opts.record and not case.is_script and case.baseline_from is None:
                 (case.root / EXPECTED_FILE).write_text(json.dumps(legacy.result, indent=1) + "\n")
         elif legacy.ok:
             out.baseline = "legacy"  # a script without a results line: exit status only
@@ -269,11 +345,12 @@ def _judge(case: Case, opts: Options, out: Outcome, rtol: float, atol: float) ->
         else:
             out.comparison = compare(baseline, run.result, rtol=rtol, atol=atol)
             if not out.comparison.ok:
-                reasons.append(f"results differ from the {out.baseline} baseline (rtol={rtol:g}, atol={atol:g})")
+                reasons.append(f"results differ from the {out.baseline_label} baseline "
+                               f"(rtol={rtol:g}, atol={atol:g})")
 
     if not reasons:
         out.status = "pass"
-    elif not run.ok and mig.exit_code == 1 and out.migration_source == "engine":
+    elif not run.ok and mig.exit_code == 1 and not out.hand_step:
         out.status = "manual"
         hint = "" if opts.unsafe_fixes else "; try --unsafe-fixes"
         reasons.insert(0, f"needs manual migration: the engine left {mig.findings} finding(s){hint}")
