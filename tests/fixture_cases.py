@@ -41,9 +41,23 @@ class Case:
     def expected(self) -> Path:
         return self.path.with_name(self.path.stem + ".expected")
 
-    def settings(self) -> Settings:
+    def _flags(self) -> list[str]:
         first = self.path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
-        flags = shlex.split(first.split(":", 1)[1]) if first.startswith("# fixture:") else []
+        return shlex.split(first.split(":", 1)[1]) if first.startswith("# fixture:") else []
+
+    @property
+    def known_wrong(self) -> str | None:
+        """Why the engine still gets this case wrong (`--known-wrong "..."`), or None.
+
+        A wrong rewrite found by the ecosystem review becomes a case before it is fixed: its
+        `.fixed.py` holds the right output, and the case fails strictly until the engine
+        produces it (then the flag must go and the `.expected` be written).
+        """
+        flags = self._flags()
+        return flags[flags.index("--known-wrong") + 1] if "--known-wrong" in flags else None
+
+    def settings(self) -> Settings:
+        flags = self._flags()
         unsafe = "--unsafe-fixes" in flags
         target = flags[flags.index("--target") + 1] if "--target" in flags else "eager"
         select = flags[flags.index("--select") + 1].split(",") if "--select" in flags else ["ALL"]

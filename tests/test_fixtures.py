@@ -11,10 +11,10 @@ from xla2tpu import catalogue
 from xla2tpu.engine import process_source
 
 CASES = cases()
+KNOWN_WRONG = [c for c in CASES if c.known_wrong]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_fixture(case: Case) -> None:
+def _fix(case: Case) -> tuple[bytes, bytes, list]:
     data = case.path.read_bytes()
     settings = case.settings()
     result = process_source(str(case.path), data, settings)
@@ -24,8 +24,25 @@ def test_fixture(case: Case) -> None:
     # fix is idempotent: a second run changes nothing
     again = process_source(str(case.path), output, settings)
     assert again.new_source is None, "a second fix changed the file again"
+    return data, output, result.diagnostics
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not c.known_wrong], ids=lambda c: c.id)
+def test_fixture(case: Case) -> None:
+    data, output, diagnostics = _fix(case)
     # Without a .fixed.py the case must come out unchanged.
-    check_snapshots({case.expected: render(result.diagnostics), case.fixed: output if output != data else None})
+    check_snapshots({case.expected: render(diagnostics), case.fixed: output if output != data else None})
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=c.known_wrong)) for c in KNOWN_WRONG],
+    ids=[c.id for c in KNOWN_WRONG])
+def test_known_wrong_fixture(case: Case) -> None:
+    """Fails (as expected) while the engine's output differs from the hand-written right one;
+    passing makes the strict xfail fail: drop `--known-wrong` and record the findings."""
+    data, output, _ = _fix(case)
+    right = case.fixed.read_bytes() if case.fixed.exists() else data
+    assert output == right
 
 
 def test_every_rule_has_a_fixture_that_fires() -> None:

@@ -48,8 +48,10 @@ def _example(fixtures: Path, code: str) -> tuple[str, str] | None:
         if case.name.endswith(".fixed.py"):
             continue
         fixed = case.with_name(case.stem + ".fixed.py")
-        if fixed.exists():
-            return case.read_text(encoding="utf-8"), fixed.read_text(encoding="utf-8")
+        text = case.read_text(encoding="utf-8")
+        # A known-wrong case shows what the rule should do, not what it does yet.
+        if fixed.exists() and not (text.startswith("# fixture:") and "--known-wrong" in text.split("\n", 1)[0]):
+            return text, fixed.read_text(encoding="utf-8")
     return None
 
 

@@ -483,7 +483,7 @@ class Rewriter(StatementPruner):
             self._new_statements[id(updated)] = (updated, rewrite.statements)
             return updated
         assert rewrite.expression is not None
-        node = rewrite.expression
+        node = templates.fit_quotes(self._parents, rewrite.expression)
         if updated.lpar:
             node = node.with_changes(lpar=updated.lpar, rpar=updated.rpar)
         return templates.parenthesise_for(self._parent(), node)
@@ -506,6 +506,7 @@ class Rewriter(StatementPruner):
         assert isinstance(node, cst.BaseExpression)
         if isinstance(updated, cst.Call):
             node = keep_layout(updated, node)
+        node = templates.fit_quotes(self._parents, node)
         if updated.lpar:
             node = node.with_changes(lpar=updated.lpar, rpar=updated.rpar)
         return templates.parenthesise_for(self._parent(), node)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import libcst as cst
 
@@ -85,6 +85,36 @@ def parenthesise_for(parent: cst.CSTNode | None, child: cst.BaseExpression) -> c
     if isinstance(parent, cst.BooleanOperation) and isinstance(child, cst.Comparison):
         return child  # comparisons bind tighter than `and` / `or`
     return child.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def fit_quotes(parents: list[cst.CSTNode], child: cst.BaseExpression) -> cst.BaseExpression:
+    """`child` with its string literals requoted when it lands in an f-string's replacement
+    field that is delimited by the same single quote character: before Python 3.12 that
+    closes the f-string (`f"{os.environ.get("X")}"` does not parse)."""
+    quote = next((_fstring_quote(p) for p in reversed(parents) if isinstance(p, cst.FormattedString)), None)
+    if quote not in ('"', "'"):
+        return child  # triple-quoted or no f-string: any single quote character fits
+    return cast(cst.BaseExpression, child.visit(_Requote(quote)))
+
+
+def _fstring_quote(node: cst.FormattedString) -> str:
+    return node.start.lstrip("fFrRbBuU")
+
+
+class _Requote(cst.CSTTransformer):
+    def __init__(self, taken: str) -> None:
+        self.taken, self.other = taken, "'" if taken == '"' else '"'
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.SimpleString:
+        value = updated_node.value
+        prefix = value[: len(value) - len(value.lstrip("rRbBuU"))]
+        body = value[len(prefix):]
+        if body.startswith(self.taken * 3) or not body.startswith(self.taken):
+            return updated_node
+        inner = body[1:-1]
+        if self.other in inner or "\\" in inner:
+            return updated_node  # cannot be requoted as is; the output check will refuse the file
+        return updated_node.with_changes(value=f"{prefix}{self.other}{inner}{self.other}")
 
 
 class Slot(NamedTuple):
