@@ -1,17 +1,19 @@
 """verify end to end with the real engine: no stub migrator, no patched engine_migrate,
 no hand edits.
 
-Three runnable cases go through `verify_paths` as `xla2tpu verify --unsafe-fixes` sends
-them: migrated by verify's own `python -m xla2tpu fix` subprocess, run on the CPU
-stand-in, compared with the recorded torch_xla results. The code that ran is then held
-against the engine's output computed here, in this process: a verify that skipped the
-engine, or ran anything but its output (plus, for ddp_spawn, a hand step on the lines
-of the findings it left), fails here.
+Every runnable case goes through `verify_paths` as `xla2tpu verify --unsafe-fixes` sends
+it: migrated by verify's own `python -m xla2tpu fix` subprocess, run on the CPU stand-in,
+compared with the original run live under torch_xla when XLA2TPU_LEGACY_PYTHON names a
+torch_xla interpreter (`scripts/legacy-env.sh` builds one; `.ci/run` does), else with the
+recorded torch_xla results. The code that ran is then held against the engine's output
+computed here, in this process: a verify that skipped the engine, or ran anything but its
+output (plus, for ddp_spawn, a hand step on the lines of the findings it left), fails here.
 """
 from __future__ import annotations
 
 import difflib
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -31,13 +33,26 @@ pytestmark = pytest.mark.slow
 RUNNABLE = Path(__file__).resolve().parents[1] / "fixtures" / "runnable"
 ENGINE_ONLY = ("mlp_train", "idioms")  # no hand step (mlp_train keeps a .item() lint)
 HAND = "ddp_spawn"  # the engine leaves two; hand.patch finishes them
+ALL = sorted(p.name for p in RUNNABLE.iterdir() if (p / "main.py").is_file())
 SETTINGS = settings_for(Config(root=RUNNABLE), catalogue.load(), unsafe_fixes=True)
+LEGACY = os.environ.get("XLA2TPU_LEGACY_PYTHON") or None
 
 
 @pytest.fixture(scope="module")
 def outcomes() -> dict[str, Outcome]:
-    cases = [RUNNABLE / name for name in (*ENGINE_ONLY, HAND)]
-    return {o.case.name: o for o in verify_paths(cases, Options(unsafe_fixes=True, backend="cpu-standin"))}
+    options = Options(unsafe_fixes=True, backend="cpu-standin", legacy_python=Path(LEGACY) if LEGACY else None)
+    return {o.case.name: o for o in verify_paths([RUNNABLE / name for name in ALL], options)}
+
+
+@pytest.mark.parametrize("case", ALL)
+def test_every_runnable_case_passes(outcomes: dict[str, Outcome], case: str) -> None:
+    o = outcomes[case]
+    assert o.status == "pass", (o.reasons, o.migrated.stderr[-2000:] if o.migrated else None)
+    assert o.migrated is not None and o.migrated.exit_code == 0 and o.migrated.xla_loaded == []
+    # Live torch_xla where asked and the case has a legacy leg; the recorded result otherwise.
+    assert o.baseline == ("legacy" if LEGACY and o.case.legacy else "recorded")
+    assert o.comparison is not None and o.comparison.ok
+    assert o.comparison.leaves == _leaves(o.case.expected) > 0  # every recorded value compared
 
 
 def _engine(case: str) -> tuple[str, int]:
@@ -53,16 +68,6 @@ def _finding_lines(source: str) -> set[int]:
     result = process_source("main.py", source.encode(), SETTINGS)
     assert result.new_source is None  # the engine's output is a fixed point
     return {row for d in result.diagnostics for row in range(d.line, max(d.end_line, d.line) + 1)}
-
-
-@pytest.mark.parametrize("case", [*ENGINE_ONLY, HAND])
-def test_migrated_program_ran_and_matched_torch_xla(outcomes: dict[str, Outcome], case: str) -> None:
-    o = outcomes[case]
-    assert o.status == "pass", (o.reasons, o.migrated.stderr[-2000:] if o.migrated else None)
-    assert o.migrated is not None and o.migrated.exit_code == 0 and o.migrated.xla_loaded == []
-    assert o.baseline == "recorded"
-    assert o.comparison is not None and o.comparison.ok
-    assert o.comparison.leaves == _leaves(o.case.expected) > 0  # every recorded value compared
 
 
 def _leaves(value: object) -> int:
