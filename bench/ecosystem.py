@@ -51,6 +51,9 @@ def _run(args: argparse.Namespace) -> int:
     except CorpusError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.only and args.write:
+        print("error: --write records the whole corpus; it cannot be combined with --only", file=sys.stderr)
+        return 2
     if args.only:
         unknown = set(args.only) - {r.name for r in corpus}
         if unknown:
@@ -85,7 +88,10 @@ def _run(args: argparse.Namespace) -> int:
           f"{all_figures.get('no_longer_parse', 0)} outputs not parsing, {all_figures.get('non_idempotent', 0)} non-idempotent; "
           f"result: {args.work / 'result.json'}, diffs: {args.work / 'diffs'}")
     if RECORDED.is_file():
-        changes = compare(json.loads(RECORDED.read_text(encoding="utf-8")), result)
+        recorded = json.loads(RECORDED.read_text(encoding="utf-8"))
+        if args.only:  # compare like with like: the repositories of this run only
+            recorded["repos"] = [r for r in recorded["repos"] if r["name"] in args.only]
+        changes = compare(recorded, result)
         (args.work / "compare.txt").write_text("\n".join(changes) + "\n", encoding="utf-8")
         print(f"against the recorded run: {len(changes)} changes (listed in {args.work / 'compare.txt'})")
     if result["missing"]:
