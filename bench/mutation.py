@@ -3,8 +3,9 @@ a run takes minutes to tens of minutes, so neither CI nor pytest runs it).
 
     pip install mutmut==3.8.1        # once, in the venv that has the test extras
     .venv/bin/python bench/mutation.py [SET_OR_MODULE ...] [--jobs 2] [--workdir DIR]
+    .venv/bin/python bench/mutation.py engine --survivors   # after adding tests
 
-Sets: engine (engine, rewriter, imports), loader (catalogue), write (files), verify
+Sets: pipe (engine, rewriter, imports), loader (catalogue), write (files), verify
 (runner, compare); `all` is every set. A module's short name (e.g. `compare`) runs that
 module alone. Each module is mutated in its own copy of the checkout, with only the tests
 that cover it (MODULES below), so a mutant is judged by the tests meant to catch it and a
@@ -70,6 +71,7 @@ _VERIFY_TESTS = (
     "tests/test_verify_engine.py",
     "tests/test_verify_handstep.py",
     "tests/test_verify_standin.py",
+    "tests/test_verify_judge.py",
 )
 
 MODULES = {
@@ -86,13 +88,21 @@ MODULES = {
             ("tests/test_write_path.py", "tests/test_bad_input.py"),
             functions=("xla2tpu.files.x_read__*", "xla2tpu.files.x_write_atomic__*", "xla2tpu.files.x__keep_owner__*"),
         ),
-        Module("xla2tpu/verify/runner.py", _VERIFY_TESTS),
+        # The migration step and the judgement. The helpers that start processes and
+        # build their environments are left out, and so is test_verify_engine.py (real
+        # verify runs on torch, a minute a run, ~30 s a mutant): with them a run would
+        # take hours on two cores.
+        Module(
+            "xla2tpu/verify/runner.py",
+            tuple(test for test in _VERIFY_TESTS if test != "tests/test_verify_engine.py"),
+            functions=tuple(f"xla2tpu.verify.runner.x_{name}__*" for name in ("_migrate", "_judge", "tolerances")),
+        ),
         Module("xla2tpu/verify/compare.py", ("tests/test_verify.py",)),
     )
 }
 
 SETS = {
-    "engine": ("engine", "rewriter", "imports"),
+    "pipe": ("engine", "rewriter", "imports"),
     "loader": ("catalogue",),
     "write": ("files",),
     "verify": ("runner", "compare"),
@@ -132,14 +142,19 @@ def prepare(module: Module, folder: Path) -> None:
     hide what new tests kill.
     """
     shutil.rmtree(folder, ignore_errors=True)
-    files = _checkout_files()
-    for name in files:
+    for name in _checkout_files():
         target = folder / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, target)
+    configure(module, folder)
+
+
+def configure(module: Module, folder: Path) -> None:
+    """The copy's pyproject.toml: the checkout's, with a [tool.mutmut] table for `module`."""
+    shutil.copy2(REPO / "pyproject.toml", folder / "pyproject.toml")
     # mutmut copies source_paths into mutants/ and runs the tests there; everything else
     # the tests read (rules/, fixtures/, examples/, ...) must be copied along.
-    others = sorted({name.split("/", 1)[0] for name in files} - {"xla2tpu", "tests", "pyproject.toml"})
+    others = sorted({name.split("/", 1)[0] for name in _checkout_files()} - {"xla2tpu", "tests", "pyproject.toml"})
     config = f"""
 [tool.mutmut]
 source_paths = ["xla2tpu/"]
@@ -156,12 +171,33 @@ pytest_add_cli_args_test_selection = {_toml_list(module.tests)}
         handle.write(config)
 
 
-def run(module: Module, folder: Path, jobs: int) -> None:
+PREVIOUS = "previous-verdicts.json"
+
+
+def refresh_tests(module: Module, folder: Path) -> list[str]:
+    """Bring the checkout's tests and test selection into the last run's copy and return
+    the mutants that run left alive, for mutmut to judge again. The other verdicts are
+    kept (in PREVIOUS: mutmut forgets them when the selection changes): a mutant killed
+    stays killed when tests are only added, so the module itself must be unchanged."""
+    if (folder / module.path).read_bytes() != (REPO / module.path).read_bytes():
+        raise SystemExit(f"{module.path} changed since the last run: run it afresh (without --survivors)")
+    previous = verdicts(module, folder)
+    (folder / PREVIOUS).write_text(json.dumps(previous, indent=1), encoding="utf-8")
+    for name in _checkout_files():
+        if name.startswith(("tests/", "bench/")):
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, folder / name)
+    configure(module, folder)
+    return [name for name, verdict in previous.items() if verdict in ("survived", "no tests")]
+
+
+def run(module: Module, folder: Path, jobs: int, mutants: list[str] | None = None) -> None:
     env = {**os.environ, "TPU_SKIP_MDS_QUERY": "1"}
     env.pop("PJRT_DEVICE", None)  # never point a test at a real TPU
-    command = ["mutmut", "run", "--max-children", str(jobs), *module.functions]
+    command = ["mutmut", "run", "--max-children", str(jobs), *(module.functions if mutants is None else mutants)]
     log = folder / "mutmut.log"
-    print(f"$ (cd {folder} && {' '.join(command)})  > {log}", flush=True)
+    shown = command if mutants is None else [*command[:4], f"<{len(mutants)} survivors>"]
+    print(f"$ (cd {folder} && {' '.join(shown)})  > {log}", flush=True)
     # mutmut exits non-zero when something is off before mutating (a failing clean run);
     # its log says what, and the verdicts read afterwards are then missing.
     with log.open("w", encoding="utf-8") as out:
@@ -184,12 +220,16 @@ def _mutmut() -> str:
 
 
 def verdicts(module: Module, folder: Path) -> dict[str, str]:
-    """mutant name -> verdict, for the module's mutants that were run."""
+    """mutant name -> verdict, for the module's mutants that were run (with --survivors,
+    the earlier run's verdicts for the mutants not run again)."""
+    found: dict[str, str] = {}
+    if (folder / PREVIOUS).is_file():
+        found.update(json.loads((folder / PREVIOUS).read_text(encoding="utf-8")))
     meta = folder / "mutants" / (module.path + ".meta")
-    if not meta.is_file():
-        return {}
-    codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
-    return {name: VERDICTS.get(code, f"exit {code}") for name, code in codes.items() if code is not None}
+    if meta.is_file():
+        codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+        found.update({name: VERDICTS.get(code, f"exit {code}") for name, code in codes.items() if code is not None})
+    return found
 
 
 def score_line(name: str, found: dict[str, str]) -> str:
@@ -223,6 +263,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "xla2tpu-mutation")
     parser.add_argument("--report-only", action="store_true", help="print the verdicts of the last run again")
+    parser.add_argument("--survivors", action="store_true",
+                        help="judge the last run's survivors again with the checkout's current tests")
     args = parser.parse_args()
     modules = _requested(args.names)
     try:
@@ -238,7 +280,11 @@ def main() -> int:
     lines = []
     for module in modules:
         folder = workdir / module.name
-        if not args.report_only:
+        if args.survivors:
+            survivors = refresh_tests(module, folder)
+            if survivors:
+                run(module, folder, args.jobs, survivors)
+        elif not args.report_only:
             prepare(module, folder)
             run(module, folder, args.jobs)
         lines.append(score_line(module.dotted, verdicts(module, folder)))
