@@ -174,12 +174,10 @@ def read(path: Path) -> bytes:
         # Non-inheritable without O_CLOEXEC: os.open's descriptors are (PEP 446).
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        if exc.errno == errno.EISDIR:
-            raise FileProblem("is a folder") from None
         raise FileProblem(f"cannot read: {exc.strerror or exc}") from None
     try:
         info = os.fstat(descriptor)
-        if stat.S_ISDIR(info.st_mode):
+        if stat.S_ISDIR(info.st_mode):  # POSIX opens a folder read-only: no EISDIR above
             raise FileProblem("is a folder")
         if not stat.S_ISREG(info.st_mode):
             raise FileProblem("not a regular file (a FIFO, socket or device is never read)")
