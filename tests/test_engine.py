@@ -274,11 +274,8 @@ def _process(source: bytes, path: str = "t.py"):  # type: ignore[no-untyped-def]
 
 def test_a_lint_reads_a_statement_that_holds_no_rewrite() -> None:
     # A reduced parse keeps the statements with sites, and the ones a lint asks for: this
-    # training loop holds no torch_xla site, only a host sync XLA420 reports.
-    source = textwrap.dedent("""\
-        import torch_xla.core.xla_model as xm
-
-        device = xm.xla_device()
+    # training loop, far from any site, holds only a host sync XLA420 reports.
+    train = textwrap.dedent("""\
 
 
         def train(model, loader, optimizer):
@@ -287,8 +284,13 @@ def test_a_lint_reads_a_statement_that_holds_no_rewrite() -> None:
                 loss.backward()
                 optimizer.step()
                 print(loss.item())
-        """).encode()
-    assert [(d.code, d.line, d.col) for d in _process(source).diagnostics if d.code == "XLA420"] == [("XLA420", 11, 15)]
+        """)
+    source = "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n" + _PLAIN + train
+    line = source.splitlines().index("        print(loss.item())") + 1
+    assert [(d.code, d.line, d.col) for d in _process(source.encode()).diagnostics if d.code == "XLA420"] == [("XLA420", line, 15)]
+
+
+_PLAIN = "".join(f"\n\ndef f{n}(x):\n    return x + {n}\n" for n in range(50))
 
 
 def test_a_file_is_parsed_in_part(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -302,8 +304,7 @@ def test_a_file_is_parsed_in_part(monkeypatch: pytest.MonkeyPatch) -> None:
         return layout
 
     monkeypatch.setattr(Layout, "reduced_parse", classmethod(spy))
-    plain = "".join(f"def f{n}(x):\n    return x + {n}\n\n\n" for n in range(50))
-    result = _process(f"import torch_xla.core.xla_model as xm\n\n{plain}device = xm.xla_device()\n".encode())
+    result = _process(f"import torch_xla.core.xla_model as xm\n{_PLAIN}\n\ndevice = xm.xla_device()\n".encode())
     assert taken == [True]
     assert result.parsed and result.new_source is not None
     assert not _process(b"x = 1\n").parsed  # the prefilter let nothing through
@@ -348,3 +349,20 @@ def test_a_syntax_error_libcst_finds_is_reported_one_based() -> None:
         cst.parse_module(source)
     exc = raised.value
     assert _process(source.encode()).error == f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}"
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [("Outline", "cannot analyse: the code nests too deeply"), ("cst.parse_module", "cannot parse: the code nests too deeply")],
+)
+def test_recursion_in_a_pass_is_an_error_for_that_file(
+    where: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nesting deep enough to exhaust LibCST's or a pass's recursion, past the depth checks
+    # made before: injected, as no input is known to get there.
+    def too_deep(*args: object, **kwargs: object) -> None:
+        raise RecursionError
+
+    monkeypatch.setattr(f"xla2tpu.engine.{where}", too_deep)
+    result = _process(b"import torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\n")
+    assert (result.error, result.diagnostics, result.new_source) == (message, [], None)
