@@ -156,6 +156,7 @@ _CASE = "[[rule.case]]\n"
          "rule XLA901: the last case must have no conditions (catch-all)"),
         (_rule(body=_CALL + _CASE + 'action = "explode"\n'), "rule XLA901: unknown action 'explode'"),
         (_rule(body=_CALL + _CASE + 'message = ""\n'), "rule XLA901: a case has no message"),
+        (_rule().replace('message = "m"\n', ""), "rule XLA901: a case has no message"),  # nor the rule
         (_rule(body=_CALL + _CASE + 'replace = "x"\n'), "rule XLA901: a manual case cannot carry a fix"),
         (_rule(body=_CALL + _CASE + 'fix = "unsafe"\n'), "rule XLA901: a unsafe case needs an action"),
         *(
