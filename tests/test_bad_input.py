@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import codecs
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import LEGACY
+from xla2tpu import files
+from xla2tpu.files import FileProblem
 
 BAD = {
     "syntax.py": b"import torch_xla\ndef f(:\n",
@@ -106,7 +109,64 @@ def test_fifo_is_not_read(invoke, tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.py")
     result = invoke("check", "pipe.py")
     assert result.exit_code == 1
-    assert "not a regular file" in _errors(result.output)["pipe.py"]
+    assert _errors(result.output)["pipe.py"] == "not a regular file (a FIFO, socket or device is never read)"
+
+
+def test_reading_a_fifo_never_blocks(tmp_path: Path) -> None:
+    # `read` itself, as when a file is swapped for a FIFO after the walk: opening a FIFO
+    # without O_NONBLOCK waits for a writer, forever.
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    outcome: list[BaseException] = []
+    reader = threading.Thread(target=lambda: outcome.append(_problem(fifo)), daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    if reader.is_alive():  # release the blocked open before failing
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert not reader.is_alive(), "reading a FIFO blocked"
+    assert str(outcome[0]) == "not a regular file (a FIFO, socket or device is never read)"
+
+
+def _problem(path: Path) -> FileProblem:
+    with pytest.raises(FileProblem) as raised:
+        files.read(path)
+    return raised.value
+
+
+def test_a_folder_is_not_read(tmp_path: Path) -> None:
+    assert str(_problem(tmp_path)) == "is a folder"
+
+
+def test_a_file_above_the_read_limit_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "MAX_READ_BYTES", 2**20)
+    at_limit, above = tmp_path / "at.py", tmp_path / "above.py"
+    at_limit.write_bytes(b"#" * 2**20)
+    above.write_bytes(b"#" * (3 * 2**20))
+    assert files.read(at_limit) == b"#" * 2**20
+    assert str(_problem(above)) == (
+        "not read: 3 MB is larger than any source file (the limit is 1 MB; exclude it with `extend-exclude`)"
+    )
+
+
+def test_an_error_while_reading_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "bad_disk.py").write_text(LEGACY)
+    real = os.fdopen
+
+    class FailingRead:  # a disk error after the open succeeded
+        def __init__(self, handle) -> None:  # type: ignore[no-untyped-def]
+            self.handle = handle
+
+        def __enter__(self) -> FailingRead:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.handle.close()
+
+        def read(self) -> bytes:
+            raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fdopen", lambda *args, **kwargs: FailingRead(real(*args, **kwargs)))
+    assert str(_problem(tmp_path / "bad_disk.py")) == "cannot read: Input/output error"
 
 
 def test_dangling_symlink_and_loop(invoke, tmp_path: Path) -> None:

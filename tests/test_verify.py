@@ -78,6 +78,36 @@ def test_compare_infinities_and_nan() -> None:
     assert not compare({"x": float("nan")}, {"x": 1.0}, rtol=1, atol=1).ok
 
 
+def test_compare_reports_a_shape_or_kind_mismatch_and_never_crashes() -> None:
+    # A migrated run may print any JSON: a container or a string where the baseline has a
+    # number (or the reverse) is one difference, named, and never an exception in verify.
+    pairs = [({"a": 1}, 5), (5, {"a": 1}), ([1.0], 5), (5, [1.0]), ({"a": 1}, [1]),
+             ("x", 1.5), (1.5, "x"), (True, 1.0), (1.0, False)]
+    for expected, actual in pairs:
+        c = compare({"r": expected}, {"r": actual}, rtol=1, atol=1)
+        assert c.diffs == [f"$.r: expected {expected!r}, got {actual!r}"], (expected, actual)
+        assert not c.ok
+
+
+def test_compare_names_each_difference_precisely() -> None:
+    lengths = compare({"x": [1, 2]}, {"x": [1]}, rtol=0, atol=0)
+    assert lengths.diffs == ["$.x: length 1 in the migrated run, expected 2"]
+    nan = compare({"x": float("nan")}, {"x": 1.0}, rtol=1, atol=1)
+    assert nan.diffs == ["$.x: expected nan, got 1.0"]
+
+
+def test_compare_skips_only_the_private_keys() -> None:
+    # "_" sorts before lower-case letters: the keys after a private one are still compared.
+    c = compare({"_note": "a", "loss": 1.0}, {"_note": "b", "loss": 2.0}, rtol=0, atol=0)
+    assert c.diffs == ["$.loss: expected 1.0, got 2.0 (abs err 1, rel err 1)"]
+
+
+def test_compare_relative_error_against_a_zero_baseline_is_infinite() -> None:
+    c = compare({"x": 0.0, "y": 0.0}, {"x": 1.0, "y": 0.5}, rtol=0, atol=2)
+    assert c.ok  # within atol; no relative bound exists around zero
+    assert c.max_abs == 1.0 and c.max_rel == float("inf")
+
+
 def test_last_json_line() -> None:
     assert last_json('step 1\n{"a": 1}\n\n') == {"a": 1}
     assert last_json('{"a": 1}\nbye\n') is None

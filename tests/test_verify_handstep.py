@@ -134,6 +134,7 @@ def test_hand_step_applies_over_the_engine_output(tmp_path: Path) -> None:
     assert o.status == "pass", o.reasons
     assert o.migration is not None and o.migration.exit_code == 1 and o.migration.findings == 2
     assert o.hand_step and o.migration_source == "engine + hand.patch"
+    assert o.notes == ["the engine left 2 finding(s); applied the documented hand step hand.patch over its output"]
     assert o.entry_source == FINISHED
     assert o.comparison is not None and o.comparison.ok and o.comparison.leaves == 1
     assert summary([o]) == {"passed": 0, "passed_after_hand_step": 1, "failed": 0, "skipped": 0}

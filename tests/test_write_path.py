@@ -40,6 +40,9 @@ def test_rename_from_a_temporary_in_the_same_folder(tmp_path: Path, monkeypatch:
     write_atomic(target, MIGRATED.encode(), hashlib.sha256(LEGACY.encode()).digest())
     [(source, destination)] = renames
     assert Path(source).parent == tmp_path and Path(destination) == target
+    # A temporary a SIGKILL leaves behind is hidden, names its file, and is never read as
+    # source by the next run (it does not end in .py).
+    assert Path(source).name.startswith(".a.py.") and Path(source).name.endswith(".xla2tpu")
     assert target.read_text() == MIGRATED and _temporaries(tmp_path) == []
 
 
@@ -107,6 +110,13 @@ def test_a_failed_rename_leaves_the_original_and_no_temporary(tmp_path: Path, mo
     with pytest.raises(FileProblem, match="cannot write: No space left on device"):
         write_atomic(target, MIGRATED.encode(), None)
     assert target.read_text() == LEGACY and _temporaries(tmp_path) == []
+
+
+def test_a_file_gone_since_it_was_read_is_reported(tmp_path: Path) -> None:
+    with pytest.raises(FileProblem) as raised:
+        write_atomic(tmp_path / "gone.py", MIGRATED.encode(), None)
+    assert str(raised.value) == "cannot write: No such file or directory"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_unwritable_folder_is_reported_and_the_run_goes_on(invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -168,16 +168,16 @@ def _broken_link(path: Path) -> str | None:
 
 def read(path: Path) -> bytes:
     """The bytes of a regular file. Opened without blocking and checked on the open
-    descriptor, so a FIFO (or a file swapped for one) can never hang the run."""
+    descriptor, so a FIFO (or a file swapped for one) can never hang the run, and a file
+    swapped for a folder is reported (`os.fdopen` would raise on it)."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        # Non-inheritable without O_CLOEXEC: os.open's descriptors are (PEP 446).
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        if exc.errno == errno.EISDIR:
-            raise FileProblem("is a folder") from None
         raise FileProblem(f"cannot read: {exc.strerror or exc}") from None
-    with os.fdopen(descriptor, "rb") as handle:
+    try:
         info = os.fstat(descriptor)
-        if stat.S_ISDIR(info.st_mode):
+        if stat.S_ISDIR(info.st_mode):  # POSIX opens a folder read-only: no EISDIR above
             raise FileProblem("is a folder")
         if not stat.S_ISREG(info.st_mode):
             raise FileProblem("not a regular file (a FIFO, socket or device is never read)")
@@ -186,10 +186,12 @@ def read(path: Path) -> bytes:
                 f"not read: {info.st_size / 2**20:.0f} MB is larger than any source file"
                 f" (the limit is {MAX_READ_BYTES // 2**20} MB; exclude it with `extend-exclude`)"
             )
-        try:
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
             return handle.read()
-        except OSError as exc:
-            raise FileProblem(f"cannot read: {exc.strerror or exc}") from None
+    except OSError as exc:
+        raise FileProblem(f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(descriptor)
 
 
 def write_atomic(path: Path, data: bytes, expected_digest: bytes | None) -> None:

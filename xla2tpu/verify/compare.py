@@ -59,7 +59,7 @@ def _walk(exp: Any, act: Any, path: str, rtol: float, atol: float, out: Comparis
                 out.fail(f"{path}: expected {e!r}, got {a!r}")
             return
         err = abs(a - e)
-        rel = err / abs(e) if e else (0.0 if err == 0 else math.inf)
+        rel = err / abs(e) if e else math.inf  # e == 0 here means a != 0 (equal returned above)
         out.max_abs = max(out.max_abs, err)
         out.max_rel = max(out.max_rel, rel)
         if not err <= atol + rtol * abs(e):
