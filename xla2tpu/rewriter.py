@@ -8,6 +8,7 @@ Imports are handled after this pass, by `imports.py`, once the remaining uses ar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import libcst as cst
@@ -17,6 +18,7 @@ from xla2tpu import patterns, templates
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.call_layout import keep_layout
 from xla2tpu.conditions import Site, applies, bind, choose, literal_text
+from xla2tpu.env_reads import variables_read
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.index import RuleIndex
 from xla2tpu.lints import LINTS
@@ -62,6 +64,11 @@ class FileContext:
         self.suppressions = suppressions
         self.diagnostics: list[Diagnostic] = []
         self.imports_needed: set[str] = set()
+
+    @functools.cached_property
+    def env_reads(self) -> frozenset[str]:
+        """The environment variables this file reads (see env_reads.py)."""
+        return variables_read(self.source)
 
     def report(self, rule: Rule, case: Case, where: CodeRange, fixable: bool, source: str = "") -> bool:
         """Record a finding unless a noqa comment suppresses it; True when its fix is applied."""
@@ -630,11 +637,14 @@ class Rewriter(StatementPruner):
         return updated.with_changes(args=args)
 
     def _env_case(self, rule: Rule, variable: str, write: bool, value: str | None, statement: bool) -> Case | None:
-        site = self._site(value=value, statement=statement, name=variable)
+        read_back = write and variable in self.ctx.env_reads
+        site = self._site(value=value, statement=statement, name=variable, read_back=read_back)
         if not applies(rule, site):
             return None
         # Reads are never rewritten: pick the first manual case written for reads, if any.
-        if not write:
+        # Nor is a write the file reads back: it is the input of that read (a test setting
+        # what the code under test reads), whatever TorchTPU itself reads.
+        if not write or read_back:
             reads = [c for c in rule.cases if c.fix is FixClass.MANUAL]
             return choose(reads or rule.cases, site)
         return choose(rule.cases, site)
