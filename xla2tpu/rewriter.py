@@ -562,7 +562,10 @@ class Rewriter(StatementPruner):
                     callee = resolve(self.scope, original.func) or ""
                 if not any(_site_hit(site, callee, method, position, arg) for site in rule.sites):
                     continue
-                case = self._choose(rule, self._site(value=text, name=callee))
+                # A rule's `params` bind the enclosing call's arguments, for argument conditions
+                # (`torch.device("xla", i)`: the index beside the string).
+                binding = bind(rule.params, updated.args) if rule.params else None
+                case = self._choose(rule, self._site(value=text, name=callee, args=binding[0] if binding else None))
                 if case is None:
                     continue
                 where = self._where(original.args[position].value)
