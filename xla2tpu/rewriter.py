@@ -25,6 +25,7 @@ from xla2tpu.lints import LINTS
 from xla2tpu.noqa import Suppressions
 from xla2tpu.outline import Outline
 from xla2tpu.settings import Settings
+from xla2tpu.tensors import known_tensor, tensor_names
 from xla2tpu.resolve import ImportResolver, Scope, resolve
 from xla2tpu.statements import pass_statement, prune, prune_small
 from xla2tpu.transforms import REGISTRY as TRANSFORMS
@@ -64,6 +65,11 @@ class FileContext:
         self.suppressions = suppressions
         self.diagnostics: list[Diagnostic] = []
         self.imports_needed: set[str] = set()
+
+    @functools.cached_property
+    def tensor_names(self) -> frozenset[str]:
+        """Names this file binds only to tensors (see tensors.py)."""
+        return tensor_names(self.source)
 
     @functools.cached_property
     def env_reads(self) -> frozenset[str]:
@@ -377,6 +383,7 @@ class Rewriter(StatementPruner):
         found = patterns.match(pattern, updated, lambda n: resolve(self.scope, n))
         site = self._site(
             args=found.slots if found is not None else None,
+            tensors=self._tensor_slots(rule, found.slots if found is not None else {}),
             form=pattern.text,
             store=id(original) in self._store,
             statement=isinstance(self._parent(), cst.Expr),
@@ -387,6 +394,14 @@ class Rewriter(StatementPruner):
             return updated
         assert isinstance(updated, cst.BaseExpression)
         return self._render(case, site, updated)
+
+    def _tensor_slots(self, rule: Rule, slots: dict[str, cst.BaseExpression]) -> frozenset[str]:
+        if not any(c.kind.endswith("tensor") for case in rule.cases for c in case.when):
+            return frozenset()  # the file's tensor names are only worked out when a rule asks
+        names = self.ctx.tensor_names
+        return frozenset(
+            slot for slot, node in slots.items() if known_tensor(node, lambda n: resolve(self.scope, n), names)
+        )
 
     # ------------------------------------------------------------------ calls
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
