@@ -14,7 +14,7 @@ from collections.abc import Callable
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from xla2tpu import patterns, templates
+from xla2tpu import earlier, patterns, templates
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.call_layout import keep_layout
 from xla2tpu.conditions import Site, applies, bind, choose, literal_text
@@ -395,6 +395,14 @@ class Rewriter(StatementPruner):
         assert isinstance(updated, cst.BaseExpression)
         return self._render(case, site, updated)
 
+    def _after(self, rule: Rule, original: cst.Call, args: dict[str, cst.BaseExpression] | None) -> frozenset[str]:
+        patterns_ = {c.arg for case in rule.cases for c in case.when if c.kind.endswith("after")}
+        if not patterns_:
+            return frozenset()
+        calls = earlier.calls_before(self._parents, original)
+        resolver = lambda n: resolve(self.scope, n)  # noqa: E731
+        return frozenset(p for p in patterns_ if earlier.matches(p, calls, resolver, args))
+
     def _tensor_slots(self, rule: Rule, slots: dict[str, cst.BaseExpression]) -> frozenset[str]:
         if not any(c.kind.endswith("tensor") for case in rule.cases for c in case.when):
             return frozenset()  # the file's tensor names are only worked out when a rule asks
@@ -428,6 +436,7 @@ class Rewriter(StatementPruner):
             statement=statement,
             name=qualname,
             with_item=isinstance(self._parent(), cst.WithItem) and self._parent().asname is None,  # type: ignore[union-attr]
+            after=self._after(rule, original_node, binding[0] if binding else None),
         )
         case = self._choose(rule, site)
         if case is None:
