@@ -8,8 +8,9 @@ Imports are handled after this pass, by `imports.py`, once the remaining uses ar
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -195,6 +196,8 @@ class Rewriter(StatementPruner):
         # Expression rules: original node -> (pattern, rule); nodes a matched pattern covers.
         self._expressions: dict[int, tuple[patterns.Pattern, Rule]] = {}
         self._claimed: set[int] = set()
+        # Call-rule calls -> (diagnostics count, imports needed) before their arguments were visited.
+        self._before_args: dict[int, tuple[int, set[str]]] = {}
         # Node types some pattern is rooted at: a cheap test before computing keys.
         self._pattern_roots = {key[0] for key in self.index.expressions}
 
@@ -326,6 +329,8 @@ class Rewriter(StatementPruner):
         qualname = resolve(self.scope, node.func)
         if qualname is not None and self.index.calls.find(qualname) is not None:
             self._owned.add(id(node.func))
+            # What the arguments' own fixes will add, in case this call stays manual.
+            self._before_args[id(node)] = (len(self.ctx.diagnostics), set(self.ctx.imports_needed))
 
     # ------------------------------------------------------------------ references
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
@@ -412,6 +417,17 @@ class Rewriter(StatementPruner):
         )
 
     # ------------------------------------------------------------------ calls
+    def _call_site(self, rule: Rule, qualname: str, original: cst.Call, args: Sequence[cst.Arg]) -> Site:
+        binding = bind(rule.params, args)
+        return self._site(
+            args=binding[0] if binding else None,
+            star_args=binding[1] if binding else {},
+            statement=isinstance(self._parent(), cst.Expr),
+            name=qualname,
+            with_item=isinstance(self._parent(), cst.WithItem) and self._parent().asname is None,  # type: ignore[union-attr]
+            after=self._after(rule, original, binding[0] if binding else None),
+        )
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if id(original_node) in self._claimed:
             return updated_node
@@ -428,16 +444,8 @@ class Rewriter(StatementPruner):
         rule = self.index.calls.find(qualname)
         if rule is None:
             return updated_node
-        binding = bind(rule.params, updated_node.args)
-        statement = isinstance(self._parent(), cst.Expr)
-        site = self._site(
-            args=binding[0] if binding else None,
-            star_args=binding[1] if binding else {},
-            statement=statement,
-            name=qualname,
-            with_item=isinstance(self._parent(), cst.WithItem) and self._parent().asname is None,  # type: ignore[union-attr]
-            after=self._after(rule, original_node, binding[0] if binding else None),
-        )
+        site = self._call_site(rule, qualname, original_node, updated_node.args)
+        statement = site.statement
         case = self._choose(rule, site)
         if case is None:
             return updated_node
@@ -451,7 +459,11 @@ class Rewriter(StatementPruner):
                 else self._statement_rewrite(case, site, original_node)
             )
         fixable = case.fixable and (rewrite is not None if structural else self._can_fix(case, site))
+        before_args = self._before_args.pop(id(original_node), None)
+        inner_end = len(self.ctx.diagnostics)
         applied = self.ctx.report(rule, case, self._where(original_node), fixable, self._source(case, original_node))
+        if (not fixable or case.fix is FixClass.MANUAL) and before_args is not None:
+            return self._keep_arguments(original_node, updated_node, before_args, inner_end)
         if not applied:
             return updated_node
         if case.action == "delete":
@@ -460,6 +472,22 @@ class Rewriter(StatementPruner):
         if rewrite is not None:
             return self._apply_rewrite(rewrite, updated_node)
         return self._render(case, site, updated_node)
+
+    def _keep_arguments(
+        self, original: cst.Call, updated: cst.Call, before_args: tuple[int, set[str]], inner_end: int
+    ) -> cst.Call:
+        """A call that stays manual keeps its arguments as written: their fixes are reported as
+        manual too, so no statement ends up half torch_xla, half TorchTPU (whoever migrates
+        the call migrates its arguments with it)."""
+        start, imports = before_args
+        diagnostics = self.ctx.diagnostics
+        if not any(d.fixed for d in diagnostics[start:inner_end]):
+            return updated
+        for position in range(start, inner_end):
+            if diagnostics[position].fixed:
+                diagnostics[position] = dataclasses.replace(diagnostics[position], fix=FixClass.MANUAL, fixed=False)
+        self.ctx.imports_needed = imports  # what the arguments' fixes needed is not needed now
+        return original
 
     def _whole_statement(self, original: cst.Call) -> cst.Expr | cst.Assign | None:
         """The `x = call(...)` / `call(...)` statement that is the call's whole line, if it is."""
