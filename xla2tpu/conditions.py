@@ -33,6 +33,9 @@ class Site:
     store: bool = False  # the matched reference is an assignment target
     form: str = ""  # for expression rules: the `match` pattern the site matched
     with_item: bool = False  # the call is a `with` item that binds no name
+    tensors: frozenset[str] = frozenset()  # expression slots known to be tensors
+    read_back: bool = False
+    after: frozenset[str] = frozenset()  # the `after:` patterns that hold here (earlier.py)  # an environment write whose variable the same file reads
 
 
 def bind(
@@ -126,6 +129,12 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = _regex(condition.arg).search(site.source) is not None
     elif base == "store":
         result = site.store
+    elif base == "tensor":
+        result = condition.arg in site.tensors
+    elif base == "after":
+        result = condition.arg in site.after
+    elif base == "read-back":
+        result = site.read_back
     elif base == "with-item":
         result = site.with_item
     elif base == "simple":

@@ -87,7 +87,9 @@ class ImportHygiene(StatementPruner):
         self.tops = tops  # id(alias) -> its top-level statement, where its position is computed
         self.canonical = canonical
         self._depth = 0
-        self._tries: list[cst.Try] = []
+        # Per `try:` body entered, whether it is an ImportError guard the imports in it decide;
+        # None marks a function body, whose imports run later, outside the enclosing `try:`.
+        self._guards: list[bool | None] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         # Imports are statements: expressions and pruned statements cannot hold one.
@@ -108,17 +110,31 @@ class ImportHygiene(StatementPruner):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._depth += 1
+        self._guards.append(None)
 
     def visit_Try(self, node: cst.Try) -> None:
-        self._tries.append(node)
+        self._guards.append(decides_import_guard(node))
+
+    def visit_Try_handlers(self, node: cst.Try) -> None:
+        # Only the `try:` body is guarded: an import in a handler, `else:` or `finally:` is not.
+        self._guards[-1] = False
 
     def leave_Try(self, original_node: cst.Try, updated_node: cst.Try) -> cst.Try:
-        self._tries.pop()
+        self._guards.pop()
         return updated_node
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self._depth -= 1
+        self._guards.pop()
         return updated_node
+
+    def _guarded(self) -> bool:
+        for guard in reversed(self._guards):
+            if guard is None:
+                return False
+            if guard:
+                return True
+        return False
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
         return self._clean(updated_node)
@@ -137,7 +153,7 @@ class ImportHygiene(StatementPruner):
                 target=self.ctx.settings.target,
                 source=self.ctx.source,
                 unused=bound not in self.used,
-                guarded=bool(self._tries),
+                guarded=self._guarded(),
                 top_level=self._depth == 0,
             )
             if not applies(rule, site):
@@ -157,6 +173,47 @@ class ImportHygiene(StatementPruner):
         # multi-line import stays, `import a, b` gets none.
         kept[-1] = kept[-1].with_changes(comma=node.names[-1].comma)
         return node.with_changes(names=kept)
+
+
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+def _catches_import_error(handler: cst.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    kinds = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
+    return any((dotted_name(kind) or "").rsplit(".", 1)[-1] in _IMPORT_ERRORS for kind in kinds)
+
+
+def _inert(suite: cst.BaseSuite, kinds: tuple[type[cst.CSTNode], ...]) -> bool:
+    """The block holds only simple statements of `kinds` (and `pass` / `...` / a docstring)."""
+    if isinstance(suite, cst.SimpleStatementSuite):
+        smalls = list(suite.body)
+    elif all(isinstance(line, cst.SimpleStatementLine) for line in suite.body):
+        smalls = [small for line in suite.body for small in line.body]  # type: ignore[attr-defined]
+    else:
+        return False
+    return all(
+        isinstance(small, (cst.Pass, *kinds))
+        or (isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString)))
+        for small in smalls
+    )
+
+
+def decides_import_guard(node: cst.Try) -> bool:
+    """Whether the imports in this `try:` body decide what it does: an ImportError handler
+    runs when one fails, so removing one makes the block always take its success path.
+
+    Not when the body holds nothing but imports and every such handler only passes: then
+    removing an import changes nothing the block does.
+    """
+    handlers = [h for h in node.handlers if _catches_import_error(h)]
+    if not handlers:
+        return False
+    inert = _inert(node.body, (cst.Import, cst.ImportFrom)) and node.orelse is None and all(
+        _inert(h.body, ()) for h in handlers
+    )
+    return not inert
 
 
 def _is_import_line(statement: cst.BaseStatement) -> bool:

@@ -8,21 +8,25 @@ Imports are handled after this pass, by `imports.py`, once the remaining uses ar
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from xla2tpu import patterns, templates
+from xla2tpu import earlier, patterns, templates
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.call_layout import keep_layout
 from xla2tpu.conditions import Site, applies, bind, choose, literal_text
+from xla2tpu.env_reads import variables_read
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.index import RuleIndex
 from xla2tpu.lints import LINTS
 from xla2tpu.noqa import Suppressions
 from xla2tpu.outline import Outline
 from xla2tpu.settings import Settings
+from xla2tpu.tensors import known_tensor, tensor_names
 from xla2tpu.resolve import ImportResolver, Scope, resolve
 from xla2tpu.statements import pass_statement, prune, prune_small
 from xla2tpu.transforms import REGISTRY as TRANSFORMS
@@ -62,6 +66,16 @@ class FileContext:
         self.suppressions = suppressions
         self.diagnostics: list[Diagnostic] = []
         self.imports_needed: set[str] = set()
+
+    @functools.cached_property
+    def tensor_names(self) -> frozenset[str]:
+        """Names this file binds only to tensors (see tensors.py)."""
+        return tensor_names(self.source)
+
+    @functools.cached_property
+    def env_reads(self) -> frozenset[str]:
+        """The environment variables this file reads (see env_reads.py)."""
+        return variables_read(self.source)
 
     def report(self, rule: Rule, case: Case, where: CodeRange, fixable: bool, source: str = "") -> bool:
         """Record a finding unless a noqa comment suppresses it; True when its fix is applied."""
@@ -182,6 +196,8 @@ class Rewriter(StatementPruner):
         # Expression rules: original node -> (pattern, rule); nodes a matched pattern covers.
         self._expressions: dict[int, tuple[patterns.Pattern, Rule]] = {}
         self._claimed: set[int] = set()
+        # Call-rule calls -> (diagnostics count, imports needed) before their arguments were visited.
+        self._before_args: dict[int, tuple[int, set[str]]] = {}
         # Node types some pattern is rooted at: a cheap test before computing keys.
         self._pattern_roots = {key[0] for key in self.index.expressions}
 
@@ -313,6 +329,8 @@ class Rewriter(StatementPruner):
         qualname = resolve(self.scope, node.func)
         if qualname is not None and self.index.calls.find(qualname) is not None:
             self._owned.add(id(node.func))
+            # What the arguments' own fixes will add, in case this call stays manual.
+            self._before_args[id(node)] = (len(self.ctx.diagnostics), set(self.ctx.imports_needed))
 
     # ------------------------------------------------------------------ references
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
@@ -370,6 +388,7 @@ class Rewriter(StatementPruner):
         found = patterns.match(pattern, updated, lambda n: resolve(self.scope, n))
         site = self._site(
             args=found.slots if found is not None else None,
+            tensors=self._tensor_slots(rule, found.slots if found is not None else {}),
             form=pattern.text,
             store=id(original) in self._store,
             statement=isinstance(self._parent(), cst.Expr),
@@ -381,7 +400,34 @@ class Rewriter(StatementPruner):
         assert isinstance(updated, cst.BaseExpression)
         return self._render(case, site, updated)
 
+    def _after(self, rule: Rule, original: cst.Call, args: dict[str, cst.BaseExpression] | None) -> frozenset[str]:
+        patterns_ = {c.arg for case in rule.cases for c in case.when if c.kind.endswith("after")}
+        if not patterns_:
+            return frozenset()
+        calls = earlier.calls_before(self._parents, original)
+        resolver = lambda n: resolve(self.scope, n)  # noqa: E731
+        return frozenset(p for p in patterns_ if earlier.matches(p, calls, resolver, args))
+
+    def _tensor_slots(self, rule: Rule, slots: dict[str, cst.BaseExpression]) -> frozenset[str]:
+        if not any(c.kind.endswith("tensor") for case in rule.cases for c in case.when):
+            return frozenset()  # the file's tensor names are only worked out when a rule asks
+        names = self.ctx.tensor_names
+        return frozenset(
+            slot for slot, node in slots.items() if known_tensor(node, lambda n: resolve(self.scope, n), names)
+        )
+
     # ------------------------------------------------------------------ calls
+    def _call_site(self, rule: Rule, qualname: str, original: cst.Call, args: Sequence[cst.Arg]) -> Site:
+        binding = bind(rule.params, args)
+        return self._site(
+            args=binding[0] if binding else None,
+            star_args=binding[1] if binding else {},
+            statement=isinstance(self._parent(), cst.Expr),
+            name=qualname,
+            with_item=isinstance(self._parent(), cst.WithItem) and self._parent().asname is None,  # type: ignore[union-attr]
+            after=self._after(rule, original, binding[0] if binding else None),
+        )
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if id(original_node) in self._claimed:
             return updated_node
@@ -398,15 +444,8 @@ class Rewriter(StatementPruner):
         rule = self.index.calls.find(qualname)
         if rule is None:
             return updated_node
-        binding = bind(rule.params, updated_node.args)
-        statement = isinstance(self._parent(), cst.Expr)
-        site = self._site(
-            args=binding[0] if binding else None,
-            star_args=binding[1] if binding else {},
-            statement=statement,
-            name=qualname,
-            with_item=isinstance(self._parent(), cst.WithItem) and self._parent().asname is None,  # type: ignore[union-attr]
-        )
+        site = self._call_site(rule, qualname, original_node, updated_node.args)
+        statement = site.statement
         case = self._choose(rule, site)
         if case is None:
             return updated_node
@@ -420,7 +459,11 @@ class Rewriter(StatementPruner):
                 else self._statement_rewrite(case, site, original_node)
             )
         fixable = case.fixable and (rewrite is not None if structural else self._can_fix(case, site))
+        before_args = self._before_args.pop(id(original_node), None)
+        inner_end = len(self.ctx.diagnostics)
         applied = self.ctx.report(rule, case, self._where(original_node), fixable, self._source(case, original_node))
+        if (not fixable or case.fix is FixClass.MANUAL) and before_args is not None:
+            return self._keep_arguments(original_node, updated_node, before_args, inner_end)
         if not applied:
             return updated_node
         if case.action == "delete":
@@ -429,6 +472,22 @@ class Rewriter(StatementPruner):
         if rewrite is not None:
             return self._apply_rewrite(rewrite, updated_node)
         return self._render(case, site, updated_node)
+
+    def _keep_arguments(
+        self, original: cst.Call, updated: cst.Call, before_args: tuple[int, set[str]], inner_end: int
+    ) -> cst.Call:
+        """A call that stays manual keeps its arguments as written: their fixes are reported as
+        manual too, so no statement ends up half torch_xla, half TorchTPU (whoever migrates
+        the call migrates its arguments with it)."""
+        start, imports = before_args
+        diagnostics = self.ctx.diagnostics
+        if not any(d.fixed for d in diagnostics[start:inner_end]):
+            return updated
+        for position in range(start, inner_end):
+            if diagnostics[position].fixed:
+                diagnostics[position] = dataclasses.replace(diagnostics[position], fix=FixClass.MANUAL, fixed=False)
+        self.ctx.imports_needed = imports  # what the arguments' fixes needed is not needed now
+        return original
 
     def _whole_statement(self, original: cst.Call) -> cst.Expr | cst.Assign | None:
         """The `x = call(...)` / `call(...)` statement that is the call's whole line, if it is."""
@@ -555,7 +614,10 @@ class Rewriter(StatementPruner):
                     callee = resolve(self.scope, original.func) or ""
                 if not any(_site_hit(site, callee, method, position, arg) for site in rule.sites):
                     continue
-                case = self._choose(rule, self._site(value=text, name=callee))
+                # A rule's `params` bind the enclosing call's arguments, for argument conditions
+                # (`torch.device("xla", i)`: the index beside the string).
+                binding = bind(rule.params, updated.args) if rule.params else None
+                case = self._choose(rule, self._site(value=text, name=callee, args=binding[0] if binding else None))
                 if case is None:
                     continue
                 where = self._where(original.args[position].value)
@@ -630,11 +692,14 @@ class Rewriter(StatementPruner):
         return updated.with_changes(args=args)
 
     def _env_case(self, rule: Rule, variable: str, write: bool, value: str | None, statement: bool) -> Case | None:
-        site = self._site(value=value, statement=statement, name=variable)
+        read_back = write and variable in self.ctx.env_reads
+        site = self._site(value=value, statement=statement, name=variable, read_back=read_back)
         if not applies(rule, site):
             return None
         # Reads are never rewritten: pick the first manual case written for reads, if any.
-        if not write:
+        # Nor is a write the file reads back: it is the input of that read (a test setting
+        # what the code under test reads), whatever TorchTPU itself reads.
+        if not write or read_back:
             reads = [c for c in rule.cases if c.fix is FixClass.MANUAL]
             return choose(reads or rule.cases, site)
         return choose(rule.cases, site)

@@ -1,0 +1,77 @@
+"""What the code before a call, in its own function, already did: the `after:` condition.
+
+`xm.set_rng_state(seed)` became `torch.manual_seed(seed)`, which is a duplicate right
+after an identical `torch.manual_seed(seed)`, and which clobbers the CPU generator right
+after `torch.set_rng_state(state)` restored it from a checkpoint. Whether such a call
+comes earlier is a fact about the function, not about the call's own spelling.
+
+A pattern is a qualified callee and its arguments: `torch.manual_seed({seed})`, where
+`{p}` must be the same code as the site's own argument `p` and `{_}` is any argument.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+import libcst as cst
+
+_PATTERN = re.compile(r"^(?P<callee>[\w.]+)\((?P<args>.*)\)$")
+_SLOT = re.compile(r"^\{(?P<name>\w+)\}$")
+
+
+class _Before(cst.CSTVisitor):
+    """The calls met, in source order, before the site node (not inside nested functions)."""
+
+    def __init__(self, site: cst.CSTNode) -> None:
+        super().__init__()
+        self.site = site
+        self.calls: list[cst.Call] = []
+        self.done = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is self.site:
+            self.done = True
+        if self.done:
+            return False
+        if isinstance(node, cst.Call):
+            self.calls.append(node)
+        return not isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
+
+
+def calls_before(parents: Sequence[cst.CSTNode], site: cst.CSTNode) -> list[cst.Call]:
+    """The calls of the innermost function (else the module) in `parents` that precede `site`."""
+    scope = next((p for p in reversed(parents) if isinstance(p, cst.FunctionDef)), parents[0])
+    visitor = _Before(site)
+    body = scope.body if isinstance(scope, cst.FunctionDef) else scope
+    body.visit(visitor)
+    return visitor.calls
+
+
+def matches(
+    pattern: str,
+    calls: Sequence[cst.Call],
+    resolve: Callable[[cst.BaseExpression], str | None],
+    args: Mapping[str, cst.BaseExpression] | None,
+) -> bool:
+    """Whether one of `calls` has the pattern's callee and arguments (see the module docstring)."""
+    parsed = _PATTERN.match(pattern.strip())
+    if parsed is None:
+        return False
+    wanted = [a.strip() for a in parsed["args"].split(",")] if parsed["args"].strip() else []
+    for call in calls:
+        if len(call.args) != len(wanted) or resolve(call.func) != parsed["callee"]:
+            continue
+        if all(_argument_matches(w, arg, args) for w, arg in zip(wanted, call.args)):
+            return True
+    return False
+
+
+def _argument_matches(wanted: str, arg: cst.Arg, args: Mapping[str, cst.BaseExpression] | None) -> bool:
+    slot = _SLOT.match(wanted)
+    if slot is None or arg.keyword is not None or arg.star:
+        return False
+    if slot["name"] == "_":
+        return True
+    own = args.get(slot["name"]) if args is not None else None
+    return own is not None and own.deep_equals(arg.value)

@@ -1,0 +1,27 @@
+"""Which environment variables a file reads, from its text.
+
+A write of a variable the same file reads back is the input of that read (a test that
+sets `XRT_HOST_ORDINAL` and then calls the code that reads it): deleting the write
+changes what the read sees, whatever TorchTPU itself reads. Text, not the syntax tree,
+because the write is decided before the pass reaches reads further down; a read in a
+comment or a string only makes the verdict more careful.
+"""
+
+from __future__ import annotations
+
+import re
+
+_NAME = r"""['"](?P<name>[A-Za-z_][A-Za-z0-9_]*)['"]"""
+_READS = (
+    # os.environ["X"], unless assigned to (`==` is a read)
+    re.compile(rf"environ\s*\[\s*{_NAME}\s*\](?!\s*(?:=(?!=)|[-+*/|&]=))"),
+    # os.environ.get("X"), os.getenv("X"), xu.getenv_as("X", ...), xu.check_env_flag("X")
+    re.compile(rf"(?:environ\s*\.\s*get|getenv|getenv_as|check_env_flag)\s*\(\s*{_NAME}"),
+    # "X" in os.environ
+    re.compile(rf"{_NAME}\s+(?:not\s+)?in\s+(?:\w+\s*\.\s*)?environ\b"),
+)
+
+
+def variables_read(source: str) -> frozenset[str]:
+    """Every variable the file reads through `os.environ` / `os.getenv` / torch_xla's readers."""
+    return frozenset(match.group("name") for pattern in _READS for match in pattern.finditer(source))
