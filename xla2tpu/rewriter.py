@@ -150,7 +150,9 @@ class StatementPruner(cst.CSTTransformer):
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if not any(id(s) in self.doomed for s in updated_node.body):
             return updated_node
-        body, left = prune(updated_node.body, self.doomed)
+        # At module level the blank lines after removed imports set the code off from the
+        # imports that add_imports may put back above it.
+        body, left = prune(updated_node.body, self.doomed, opens_block=False)
         return updated_node.with_changes(body=body, footer=[*left, *updated_node.footer])
 
 
