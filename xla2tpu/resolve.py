@@ -188,29 +188,19 @@ class ImportResolver(cst.CSTVisitor):
 
     def visit_Import(self, node: cst.Import) -> None:
         self.imports.append((node, self.scope))
-        for alias in node.names:
-            full = dotted_name(alias.name)
-            if full is None:
-                continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.scope.bind(alias.asname.name.value, self.canonical(full))
-            else:
-                root = full.split(".", 1)[0]
-                self.scope.bind(root, root)
+        for name, target in import_targets(node, self.canonical):
+            self.scope.bind(name, target)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self.imports.append((node, self.scope))
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            # A package-relative name is not resolved: it only shadows.
             if not isinstance(node.names, cst.ImportStar):
                 for alias in node.names:
                     self.scope.bind(_bound_name(alias), _OTHER)
             return
-        module = dotted_name(node.module)
-        for alias in node.names:
-            name = dotted_name(alias.name)
-            if module is None or name is None:
-                continue
-            self.scope.bind(_bound_name(alias), self.canonical(f"{module}.{name}"))
+        for name, target in import_targets(node, self.canonical):
+            self.scope.bind(name, target)
 
     # --- non-import bindings
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -267,6 +257,30 @@ class ImportResolver(cst.CSTVisitor):
                 self._bind_target(element.value)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value)
+
+
+def import_targets(node: cst.Import | cst.ImportFrom, canonical: Canonicaliser) -> set[tuple[str, str]]:
+    """(name bound, qualified name it means) for each name an import statement binds."""
+    out: set[tuple[str, str]] = set()
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                out.add((alias.asname.name.value, canonical(full)))
+            else:
+                root = full.split(".", 1)[0]
+                out.add((root, root))
+        return out
+    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        return out
+    module = dotted_name(node.module)
+    for alias in node.names:
+        name = dotted_name(alias.name)
+        if module is not None and name is not None:
+            out.add((_bound_name(alias), canonical(f"{module}.{name}")))
+    return out
 
 
 def _bound_name(alias: cst.ImportAlias) -> str:
