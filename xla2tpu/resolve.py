@@ -9,6 +9,7 @@ Binding a name to `None` (the `except ImportError: xm = None` fallback) does not
 
 from __future__ import annotations
 
+import re
 from collections.abc import Container, Iterable, Mapping
 
 import libcst as cst
@@ -315,6 +316,9 @@ def matches_any(qualname: str, patterns: Iterable[str]) -> bool:
     return False
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
 class UseResolver(ImportResolver):
     """The scopes of a module with, in each, the names read there: which binding a read
     reaches is then Python's to say (`Scope.owner`), so an import is judged by the reads of
@@ -324,6 +328,7 @@ class UseResolver(ImportResolver):
         super().__init__(canonical, pruned)
         self.scopes: list[Scope] = [self.module_scope]
         self.import_scope: dict[int, Scope] = {}  # id(Import/ImportFrom) -> the scope it binds in
+        self._annotations = 0  # depth of annotations being visited
 
     def _push(self, node: cst.CSTNode, is_class: bool = False, comprehension: bool = False) -> None:
         super()._push(node, is_class, comprehension)
@@ -346,6 +351,18 @@ class UseResolver(ImportResolver):
     def visit_Name(self, node: cst.Name) -> None:
         # Every other name counts, targets included: an import rebound or deleted is kept.
         self.scope.reads.add(node.value)
+
+    # A quoted annotation (`-> "MpDeviceLoader"`, `Optional["xm.X"]`) names what an
+    # `if TYPE_CHECKING:` import binds; type checkers read it at module level.
+    def visit_Annotation(self, node: cst.Annotation) -> None:
+        self._annotations += 1
+
+    def leave_Annotation(self, original_node: cst.Annotation) -> None:
+        self._annotations -= 1
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if self._annotations:
+            self.module_scope.reads.update(_IDENTIFIER.findall(node.value))
 
     def reached(self, scope: Scope, name: str) -> bool:
         """Whether a read of `name` anywhere reaches the binding an import in `scope` makes."""
