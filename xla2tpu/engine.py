@@ -18,13 +18,13 @@ from xla2tpu import catalogue as catalogue_mod
 from xla2tpu import prechecks
 from xla2tpu.decode import DecodeError, Decoded, decode
 from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
-from xla2tpu.imports import ImportHygiene, UsedNames, add_imports, has_matching_import
+from xla2tpu.imports import ImportHygiene, add_imports, has_matching_import
 from xla2tpu.index import build
 from xla2tpu.noqa import Suppressions, skip_file
 from xla2tpu.layout import Layout
 from xla2tpu.outline import Outline, Plan
 from xla2tpu.prefilter import may_hold_idiom
-from xla2tpu.resolve import Canonicaliser, ImportResolver
+from xla2tpu.resolve import Canonicaliser, ImportResolver, UseResolver
 from xla2tpu.rewriter import FileContext, Rewriter, lint_reads
 from xla2tpu.settings import Settings
 
@@ -136,9 +136,9 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
     rewriter = Rewriter(ctx, module)
     new_module = module.visit(rewriter)
     if has_matching_import(ctx, canonical):
-        used = UsedNames(outline.pruned)
-        new_module.visit(used)
-        new_module = new_module.visit(ImportHygiene(ctx, used.names, rewriter.import_tops, canonical, outline.pruned))
+        uses = UseResolver(canonical, outline.pruned)
+        new_module.visit(uses)
+        new_module = new_module.visit(ImportHygiene(ctx, uses, rewriter.import_tops, canonical, outline.pruned))
     new_module = add_imports(new_module, ctx.imports_needed)
     result.diagnostics = sorted(ctx.diagnostics)
     result.encoding = decoded.encoding

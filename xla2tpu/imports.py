@@ -13,33 +13,8 @@ from collections.abc import Container
 import libcst as cst
 
 from xla2tpu.conditions import Site, applies, choose
-from xla2tpu.resolve import Canonicaliser, dotted_name
+from xla2tpu.resolve import Canonicaliser, UseResolver, dotted_name
 from xla2tpu.rewriter import FileContext, StatementPruner
-
-
-class UsedNames(cst.CSTVisitor):
-    """Every name read outside import statements (attribute tails excluded)."""
-
-    def __init__(self, pruned: Container[int] = ()) -> None:
-        super().__init__()
-        self.names: set[str] = set()
-        self.pruned = pruned  # statements without any torch_xla name (see outline.py)
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        return id(node) not in self.pruned and super().on_visit(node)
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        return False
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        return False
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
 
 
 def has_matching_import(ctx: FileContext, canonical: Canonicaliser) -> bool:
@@ -75,7 +50,7 @@ class ImportHygiene(StatementPruner):
     def __init__(
         self,
         ctx: FileContext,
-        used: set[str],
+        uses: UseResolver,
         tops: dict[int, cst.CSTNode],
         canonical: Canonicaliser,
         pruned: Container[int] = (),
@@ -83,7 +58,7 @@ class ImportHygiene(StatementPruner):
         super().__init__()
         self.pruned = pruned
         self.ctx = ctx
-        self.used = used
+        self.uses = uses  # of the rewritten module, whose import statements are the input's
         self.tops = tops  # id(alias) -> its top-level statement, where its position is computed
         self.canonical = canonical
         self._depth = 0
@@ -144,6 +119,7 @@ class ImportHygiene(StatementPruner):
 
     def _clean(self, node: cst.Import | cst.ImportFrom):  # type: ignore[no-untyped-def]
         removed: set[int] = set()
+        scope = self.uses.import_scope.get(id(node))
         for qualname, bound, alias in _aliases(node, self.canonical):
             rule = self.ctx.index.imports.find(qualname)
             top = self.tops.get(id(alias))
@@ -152,7 +128,7 @@ class ImportHygiene(StatementPruner):
             site = Site(
                 target=self.ctx.settings.target,
                 source=self.ctx.source,
-                unused=bound not in self.used,
+                unused=scope is not None and not self.uses.reached(scope, bound),
                 guarded=self._guarded(),
                 top_level=self._depth == 0,
             )

@@ -9,6 +9,7 @@ Binding a name to `None` (the `except ImportError: xm = None` fallback) does not
 
 from __future__ import annotations
 
+import re
 from collections.abc import Container, Iterable, Mapping
 
 import libcst as cst
@@ -18,41 +19,71 @@ _OTHER = "<other>"
 
 
 class Scope:
-    __slots__ = ("parent", "is_class", "bindings")
+    __slots__ = ("parent", "is_class", "is_comprehension", "bindings", "declared", "reads")
 
-    def __init__(self, parent: Scope | None, is_class: bool = False) -> None:
+    def __init__(self, parent: Scope | None, is_class: bool = False, is_comprehension: bool = False) -> None:
         self.parent = parent
         self.is_class = is_class
+        # A comprehension is a function of its own: its targets do not leak (a walrus does).
+        self.is_comprehension = is_comprehension
         self.bindings: dict[str, set[str]] = {}
+        # Names declared `global` (True) or `nonlocal` (False): bound in another scope.
+        self.declared: dict[str, bool] = {}
+        self.reads: set[str] = set()  # names read here (filled by UseResolver only)
+
+    @property
+    def is_function(self) -> bool:
+        """A function, lambda or comprehension: its names are locals, unbound until assigned."""
+        return self.parent is not None and not self.is_class
 
     def bind(self, name: str, target: str) -> None:
+        declared = self.declared.get(name)
+        if declared is not None and self.parent is not None:
+            # `global x` / `nonlocal x`: the binding is the module's / the enclosing function's.
+            scope = self.module if declared else self.parent.owner(name)
+            if scope is not None:
+                scope.bind(name, target)
+            return
         self.bindings.setdefault(name, set()).add(target)
 
-    def lookup(self, name: str) -> str | None:
+    def owner(self, name: str) -> Scope | None:
+        """The scope whose binding of `name` a read here reaches (Python's rules: class
+        bodies do not enclose, `global` and `nonlocal` send it up), or None (a builtin, or
+        nothing binds it)."""
         scope: Scope | None = self
         first = True
         while scope is not None:
-            # Class bodies are not visible from the methods nested in them.
             if first or not scope.is_class:
-                found = scope.bindings.get(name)
-                if found is not None:
-                    if len(found) == 1 and _OTHER not in found:
-                        return next(iter(found))
-                    return None
+                declared = scope.declared.get(name)
+                if declared is True:
+                    return self.module.owner(name)
+                if declared is None and name in scope.bindings:
+                    return scope
             first = False
             scope = scope.parent
         return None
 
+    @property
+    def module(self) -> Scope:
+        scope = self
+        while scope.parent is not None:
+            scope = scope.parent
+        return scope
+
+    def lookup(self, name: str) -> str | None:
+        owner = self.owner(name)
+        found = owner.bindings[name] if owner is not None else None
+        if found is not None and len(found) == 1 and _OTHER not in found:
+            return next(iter(found))
+        return None  # ambiguous (shadowed or monkey-patched) or not imported
+
     def binds(self, name: str) -> bool:
         """True when `name` is visible from this scope at all (import or otherwise)."""
-        scope: Scope | None = self
-        first = True
-        while scope is not None:
-            if (first or not scope.is_class) and name in scope.bindings:
-                return True
-            first = False
-            scope = scope.parent
-        return False
+        return self.owner(name) is not None
+
+    def only_imports(self, name: str, target: str) -> bool:
+        """True when every binding of `name` here is an import of `target` itself."""
+        return self.bindings.get(name) == {target}
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
@@ -104,8 +135,8 @@ class ImportResolver(cst.CSTVisitor):
         if id(original_node) not in self.pruned:
             super().on_leave(original_node)
 
-    def _push(self, node: cst.CSTNode, is_class: bool = False) -> None:
-        scope = Scope(self.scope, is_class)
+    def _push(self, node: cst.CSTNode, is_class: bool = False, comprehension: bool = False) -> None:
+        scope = Scope(self.scope, is_class, comprehension)
         self.scope_of[id(node)] = scope
         self._stack.append(scope)
 
@@ -122,6 +153,30 @@ class ImportResolver(cst.CSTVisitor):
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
         self._stack.pop()
 
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._push(node, comprehension=True)
+
+    def leave_ListComp(self, original_node: cst.ListComp) -> None:
+        self._stack.pop()
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._push(node, comprehension=True)
+
+    def leave_SetComp(self, original_node: cst.SetComp) -> None:
+        self._stack.pop()
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._push(node, comprehension=True)
+
+    def leave_DictComp(self, original_node: cst.DictComp) -> None:
+        self._stack.pop()
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._push(node, comprehension=True)
+
+    def leave_GeneratorExp(self, original_node: cst.GeneratorExp) -> None:
+        self._stack.pop()
+
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.scope.bind(node.name.value, _OTHER)
         self._push(node, is_class=True)
@@ -134,29 +189,19 @@ class ImportResolver(cst.CSTVisitor):
 
     def visit_Import(self, node: cst.Import) -> None:
         self.imports.append((node, self.scope))
-        for alias in node.names:
-            full = dotted_name(alias.name)
-            if full is None:
-                continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.scope.bind(alias.asname.name.value, self.canonical(full))
-            else:
-                root = full.split(".", 1)[0]
-                self.scope.bind(root, root)
+        for name, target in import_targets(node, self.canonical):
+            self.scope.bind(name, target)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self.imports.append((node, self.scope))
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            # A package-relative name is not resolved: it only shadows.
             if not isinstance(node.names, cst.ImportStar):
                 for alias in node.names:
                     self.scope.bind(_bound_name(alias), _OTHER)
             return
-        module = dotted_name(node.module)
-        for alias in node.names:
-            name = dotted_name(alias.name)
-            if module is None or name is None:
-                continue
-            self.scope.bind(_bound_name(alias), self.canonical(f"{module}.{name}"))
+        for name, target in import_targets(node, self.canonical):
+            self.scope.bind(name, target)
 
     # --- non-import bindings
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -173,7 +218,15 @@ class ImportResolver(cst.CSTVisitor):
         self._bind_target(node.target)
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._bind_target(node.target)
+        # `(x := ...)` in a comprehension binds in the function around it (PEP 572).
+        scope = self.scope
+        while scope.is_comprehension and scope.parent is not None:
+            scope = scope.parent
+        if isinstance(node.target, cst.Name):
+            scope.bind(node.target.value, _OTHER)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._bind_target(node.target)  # `del x` makes x a local of the scope, like assigning it
 
     def visit_For(self, node: cst.For) -> None:
         self._bind_target(node.target)
@@ -191,7 +244,11 @@ class ImportResolver(cst.CSTVisitor):
 
     def visit_Global(self, node: cst.Global) -> None:
         for item in node.names:
-            self.scope.bind(item.name.value, _OTHER)
+            self.scope.declared[item.name.value] = True
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        for item in node.names:
+            self.scope.declared[item.name.value] = False
 
     def _bind_target(self, target: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
@@ -201,6 +258,30 @@ class ImportResolver(cst.CSTVisitor):
                 self._bind_target(element.value)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value)
+
+
+def import_targets(node: cst.Import | cst.ImportFrom, canonical: Canonicaliser) -> set[tuple[str, str]]:
+    """(name bound, qualified name it means) for each name an import statement binds."""
+    out: set[tuple[str, str]] = set()
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                out.add((alias.asname.name.value, canonical(full)))
+            else:
+                root = full.split(".", 1)[0]
+                out.add((root, root))
+        return out
+    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        return out
+    module = dotted_name(node.module)
+    for alias in node.names:
+        name = dotted_name(alias.name)
+        if module is not None and name is not None:
+            out.add((_bound_name(alias), canonical(f"{module}.{name}")))
+    return out
 
 
 def _bound_name(alias: cst.ImportAlias) -> str:
@@ -233,3 +314,57 @@ def matches_any(qualname: str, patterns: Iterable[str]) -> bool:
         elif qualname == pattern:
             return True
     return False
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+class UseResolver(ImportResolver):
+    """The scopes of a module with, in each, the names read there: which binding a read
+    reaches is then Python's to say (`Scope.owner`), so an import is judged by the reads of
+    its own scope and of the scopes that see it, not by a same-named one elsewhere."""
+
+    def __init__(self, canonical: Canonicaliser, pruned: Container[int] = ()) -> None:
+        super().__init__(canonical, pruned)
+        self.scopes: list[Scope] = [self.module_scope]
+        self.import_scope: dict[int, Scope] = {}  # id(Import/ImportFrom) -> the scope it binds in
+        self._annotations = 0  # depth of annotations being visited
+
+    def _push(self, node: cst.CSTNode, is_class: bool = False, comprehension: bool = False) -> None:
+        super()._push(node, is_class, comprehension)
+        self.scopes.append(self.scope)
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        super().visit_Import(node)
+        self.import_scope[id(node)] = self.scope
+        return False  # the names an import binds are not reads
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        super().visit_ImportFrom(node)
+        self.import_scope[id(node)] = self.scope
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)  # `a.xm` reads `a`, not `xm`
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        # Every other name counts, targets included: an import rebound or deleted is kept.
+        self.scope.reads.add(node.value)
+
+    # A quoted annotation (`-> "MpDeviceLoader"`, `Optional["xm.X"]`) names what an
+    # `if TYPE_CHECKING:` import binds; type checkers read it at module level.
+    def visit_Annotation(self, node: cst.Annotation) -> None:
+        self._annotations += 1
+
+    def leave_Annotation(self, original_node: cst.Annotation) -> None:
+        self._annotations -= 1
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if self._annotations:
+            self.module_scope.reads.update(_IDENTIFIER.findall(node.value))
+
+    def reached(self, scope: Scope, name: str) -> bool:
+        """Whether a read of `name` anywhere reaches the binding an import in `scope` makes."""
+        binding = scope.owner(name)
+        return any(name in reader.reads and reader.owner(name) is binding for reader in self.scopes)

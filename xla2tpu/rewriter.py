@@ -21,6 +21,7 @@ from xla2tpu.call_layout import keep_layout
 from xla2tpu.conditions import Site, applies, bind, choose, literal_text
 from xla2tpu.env_reads import variables_read
 from xla2tpu.diagnostics import Diagnostic, FixClass
+from xla2tpu.emission import Speller
 from xla2tpu.index import RuleIndex
 from xla2tpu.lints import LINTS
 from xla2tpu.noqa import Suppressions
@@ -77,44 +78,23 @@ class FileContext:
         """The environment variables this file reads (see env_reads.py)."""
         return variables_read(self.source)
 
-    def report(self, rule: Rule, case: Case, where: CodeRange, fixable: bool, source: str = "") -> bool:
-        """Record a finding unless a noqa comment suppresses it; True when its fix is applied."""
+    def report(
+        self, rule: Rule, case: Case, where: CodeRange, fixable: bool, source: str = "", note: str = ""
+    ) -> bool:
+        """Record a finding unless a noqa comment suppresses it; True when its fix is applied.
+        `note` says why a fix the case would make is withheld at this site."""
         line, col = where.start.line, where.start.column + 1
         if self.suppressions.suppressed(line, rule.code):
             return False
         fix = case.fix if fixable else FixClass.MANUAL
         applied = fix is not FixClass.MANUAL and fix in self.settings.apply
         message = case.message.replace("{source}", source) if "{source}" in case.message else case.message
+        if note:
+            message = f"{message} ({note})"
         self.diagnostics.append(
             Diagnostic(line, col, rule.code, message, fix, applied, where.end.line, where.end.column + 1)
         )
         return applied
-
-    def spell(self, scope: Scope) -> Callable[[str], tuple[str, str | None]]:
-        """How to write a qualified name at a site in `scope`, and the import it then needs."""
-
-        def spelling(qualname: str) -> tuple[str, str | None]:
-            best: tuple[str, str] | None = None
-            seen: set[str] = set()
-            walk: Scope | None = scope
-            while walk is not None:
-                for name in walk.bindings:
-                    if name in seen:
-                        continue
-                    seen.add(name)
-                    target = scope.lookup(name)
-                    if target and (qualname == target or qualname.startswith(target + ".")):
-                        if best is None or len(target) > len(best[1]):
-                            best = (name, target)
-                walk = walk.parent
-            module = templates.explicit_import(qualname)
-            if best is not None:
-                # `dist.tensor.x` still needs `import torch.distributed.tensor` somewhere.
-                needed = module if module and len(best[1]) < len(module) else None
-                return best[0] + qualname[len(best[1]):], needed
-            return qualname, module or qualname.split(".", 1)[0]
-
-        return spelling
 
 
 def _short(code: str, limit: int = 60) -> str:
@@ -164,7 +144,9 @@ class StatementPruner(cst.CSTTransformer):
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if not any(id(s) in self.doomed for s in updated_node.body):
             return updated_node
-        body, left = prune(updated_node.body, self.doomed)
+        # At module level the blank lines after removed imports set the code off from the
+        # imports that add_imports may put back above it.
+        body, left = prune(updated_node.body, self.doomed, opens_block=False)
         return updated_node.with_changes(body=body, footer=[*left, *updated_node.footer])
 
 
@@ -193,6 +175,8 @@ class Rewriter(StatementPruner):
         # Transforms: updated call -> statements replacing its line; original node -> later edit.
         self._new_statements: dict[int, tuple[cst.CSTNode, list[cst.BaseStatement]]] = {}
         self._later: dict[int, list[Callable[[cst.CSTNode], cst.CSTNode]]] = {}
+        # Statement (original) -> modules a fix inside it imports right before it (emission.py).
+        self._local_imports: dict[int, dict[str, None]] = {}
         # Expression rules: original node -> (pattern, rule); nodes a matched pattern covers.
         self._expressions: dict[int, tuple[patterns.Pattern, Rule]] = {}
         self._claimed: set[int] = set()
@@ -219,6 +203,8 @@ class Rewriter(StatementPruner):
             result = self._expression(original_node, result)
         for edit in self._later.pop(id(original_node), ()):
             result = edit(result)
+        if id(original_node) in self._local_imports:
+            result = _with_imports(result, self._local_imports.pop(id(original_node)))
         self._parents.pop()
         if id(original_node) in self.ctx.resolver.scope_of:
             self._scopes.pop()
@@ -227,6 +213,17 @@ class Rewriter(StatementPruner):
     @property
     def scope(self) -> Scope:
         return self._scopes[-1]
+
+    def _speller(self) -> Speller:
+        """Spells the names a fix writes at the site being left (see emission.py)."""
+        resolver = self.ctx.resolver
+        return Speller(self.scope, list(self._parents), resolver.scope_of, resolver.canonical)
+
+    def _emitted(self, speller: Speller, imports: set[str]) -> None:
+        """An applied fix's imports: at module level, or right before its statement."""
+        self.ctx.imports_needed |= imports
+        if speller.local_imports and speller.statement is not None:
+            self._local_imports.setdefault(id(speller.statement), {}).update(speller.local_imports)
 
     def _parent(self, depth: int = 2) -> cst.CSTNode | None:
         return self._parents[-depth] if len(self._parents) >= depth else None
@@ -357,18 +354,22 @@ class Rewriter(StatementPruner):
         case = self._choose(rule, self._site(name=qualname, store=store))
         if case is None:
             return updated
-        applied = self.ctx.report(rule, case, self._where(original), case.fixable, self._source(case, original))
-        if not applied or case.action not in ("rename", "replace"):
-            return updated
-        if case.action == "replace":
+        built: tuple[cst.BaseExpression, Speller, set[str]] | None = None
+        if case.fixable and case.action == "replace":
             # `{name}`: the referenced attribute's own name, as a string literal.
             name = cst.SimpleString(f'"{qualname.rsplit(".", 1)[-1]}"')
-            return self._render(case, self._site(args={"name": name}), updated)
-        spelling, needed = self.ctx.spell(self.scope)(case.template + _tail(rule, qualname))
-        if needed:
-            self.ctx.imports_needed.add(needed)
-        node = cst.parse_expression(spelling)
-        return node.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+            built = self._render(case, self._site(args={"name": name}), updated)
+        elif case.fixable and case.action == "rename":
+            speller = self._speller()
+            spelling, needed = speller(case.template + _tail(rule, qualname))
+            node = cst.parse_expression(spelling).with_changes(lpar=updated.lpar, rpar=updated.rpar)
+            built = node, speller, {needed} if needed else set()
+        note = built[1].note if built is not None else ""
+        applied = self.ctx.report(rule, case, self._where(original), case.fixable and not note, self._source(case, original), note)
+        if not applied or built is None:
+            return updated
+        self._emitted(built[1], built[2])
+        return built[0]
 
     # ------------------------------------------------------------------ expression patterns
     def _claim_expression(self, node: cst.CSTNode) -> None:
@@ -395,10 +396,14 @@ class Rewriter(StatementPruner):
         )
         case = choose(rule.cases, site)
         fixable = case.fixable and self._can_fix(case, site)
-        if not self.ctx.report(rule, case, self._where(original), fixable, self._source(case, original)):
-            return updated
         assert isinstance(updated, cst.BaseExpression)
-        return self._render(case, site, updated)
+        built = self._render(case, site, updated) if fixable else None
+        note = built[1].note if built is not None else ""
+        if not self.ctx.report(rule, case, self._where(original), fixable and not note, self._source(case, original), note):
+            return updated
+        assert built is not None
+        self._emitted(built[1], built[2])
+        return built[0]
 
     def _after(self, rule: Rule, original: cst.Call, args: dict[str, cst.BaseExpression] | None) -> frozenset[str]:
         patterns_ = {c.arg for case in rule.cases for c in case.when if c.kind.endswith("after")}
@@ -452,17 +457,22 @@ class Rewriter(StatementPruner):
         # Transforms and statement templates build a Rewrite; other actions edit in place.
         structural = case.action == "transform" or (case.action == "replace" and templates.is_statement(case.template))
         rewrite = None
+        speller = self._speller()
         if structural and case.fixable:
             rewrite = (
-                self._transform(case, site, original_node, updated_node)
+                self._transform(case, site, original_node, updated_node, speller)
                 if case.action == "transform"
-                else self._statement_rewrite(case, site, original_node)
+                else self._statement_rewrite(case, site, original_node, speller)
             )
         fixable = case.fixable and (rewrite is not None if structural else self._can_fix(case, site))
         before_args = self._before_args.pop(id(original_node), None)
         inner_end = len(self.ctx.diagnostics)
-        applied = self.ctx.report(rule, case, self._where(original_node), fixable, self._source(case, original_node))
-        if (not fixable or case.fix is FixClass.MANUAL) and before_args is not None:
+        built = self._render(case, site, updated_node) if fixable and not structural and case.action != "delete" else None
+        if built is not None:
+            speller = built[1]
+        note = speller.note if fixable else ""
+        applied = self.ctx.report(rule, case, self._where(original_node), fixable and not note, self._source(case, original_node), note)
+        if (not fixable or note or case.fix is FixClass.MANUAL) and before_args is not None:
             return self._keep_arguments(original_node, updated_node, before_args, inner_end)
         if not applied:
             return updated_node
@@ -470,8 +480,10 @@ class Rewriter(StatementPruner):
             self.doom(updated_node)
             return updated_node
         if rewrite is not None:
-            return self._apply_rewrite(rewrite, updated_node)
-        return self._render(case, site, updated_node)
+            return self._apply_rewrite(rewrite, updated_node, speller)
+        assert built is not None
+        self._emitted(built[1], built[2])
+        return built[0]
 
     def _keep_arguments(
         self, original: cst.Call, updated: cst.Call, before_args: tuple[int, set[str]], inner_end: int
@@ -501,19 +513,21 @@ class Rewriter(StatementPruner):
             return parent
         return None
 
-    def _statement_rewrite(self, case: Case, site: Site, original: cst.Call) -> Rewrite | None:
+    def _statement_rewrite(self, case: Case, site: Site, original: cst.Call, speller: Speller) -> Rewrite | None:
         """A template that is a statement (`t[:] = f(t)`) replaces the call's own statement line."""
         if site.args is None or not templates.required(case.template) <= set(site.args):
             return None
         if not isinstance(self._whole_statement(original), cst.Expr):
             return None
         rendered = templates.render(
-            case.template, site.args, site.star_args, self.ctx.spell(self.scope), statement=True
+            case.template, site.args, site.star_args, speller, statement=True
         )
         assert isinstance(rendered.node, cst.BaseStatement)
         return Rewrite(statements=[rendered.node], imports=rendered.imports)
 
-    def _transform(self, case: Case, site: Site, original: cst.Call, updated: cst.Call) -> Rewrite | None:
+    def _transform(
+        self, case: Case, site: Site, original: cst.Call, updated: cst.Call, speller: Speller
+    ) -> Rewrite | None:
         if site.args is None:
             return None
         statement = self._whole_statement(original)
@@ -527,15 +541,15 @@ class Rewriter(StatementPruner):
             source=self.ctx.source,
             scope=self.scope,
             parents=list(self._parents[:-1]),
-            spell=self.ctx.spell(self.scope),
+            spell=speller,
         )
         rewrite = TRANSFORMS[case.template](call_site)
         if rewrite is not None and rewrite.statements is not None and statement is None:
             return None
         return rewrite
 
-    def _apply_rewrite(self, rewrite: Rewrite, updated: cst.Call) -> cst.BaseExpression:
-        self.ctx.imports_needed |= rewrite.imports
+    def _apply_rewrite(self, rewrite: Rewrite, updated: cst.Call, speller: Speller) -> cst.BaseExpression:
+        self._emitted(speller, rewrite.imports)
         for node, edit in rewrite.later:
             self._later.setdefault(id(node), []).append(edit)
         if rewrite.statements is not None:
@@ -556,11 +570,13 @@ class Rewriter(StatementPruner):
             return templates.required(case.template) <= set(site.args)
         return True
 
-    def _render(self, case: Case, site: Site, updated: cst.Call) -> cst.BaseExpression:
-        rendered = templates.render(
-            case.template, site.args or {}, site.star_args, self.ctx.spell(self.scope)
-        )
-        self.ctx.imports_needed |= rendered.imports
+    def _render(
+        self, case: Case, site: Site, updated: cst.BaseExpression
+    ) -> tuple[cst.BaseExpression, Speller, set[str]]:
+        """The replacement node, with what spelled its names and the module imports it needs;
+        nothing is recorded until the fix is applied (`_emitted`)."""
+        speller = self._speller()
+        rendered = templates.render(case.template, site.args or {}, site.star_args, speller)
         node = rendered.node
         assert isinstance(node, cst.BaseExpression)
         if isinstance(updated, cst.Call):
@@ -568,7 +584,7 @@ class Rewriter(StatementPruner):
         node = templates.fit_quotes(self._parents, node)
         if updated.lpar:
             node = node.with_changes(lpar=updated.lpar, rpar=updated.rpar)
-        return templates.parenthesise_for(self._parent(), node)
+        return templates.parenthesise_for(self._parent(), node), speller, rendered.imports
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr:
         if id(updated_node.value) in self.doomed:
@@ -728,6 +744,21 @@ class Rewriter(StatementPruner):
             self.doom(updated_node)
         self._carry_statements(updated_node)
         return updated_node
+
+
+def _with_imports(result: object, modules: dict[str, None]) -> object:
+    """`import m` lines for `modules` right before a statement (or the statements replacing
+    it), taking over the comment lines above it."""
+    if isinstance(result, cst.RemovalSentinel):
+        return result
+    nodes = list(result.nodes) if isinstance(result, cst.FlattenSentinel) else [result]
+    first = nodes[0]
+    lines = [
+        cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.parse_expression(m))])])  # type: ignore[arg-type]
+        for m in modules
+    ]
+    lines[0] = lines[0].with_changes(leading_lines=first.leading_lines)  # type: ignore[union-attr]
+    return cst.FlattenSentinel([*lines, first.with_changes(leading_lines=[]), *nodes[1:]])  # type: ignore[union-attr]
 
 
 def _tail(rule: Rule, qualname: str) -> str:

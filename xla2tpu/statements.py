@@ -30,21 +30,30 @@ def _merge(carried: list[cst.EmptyLine], own: Sequence[cst.EmptyLine]) -> list[c
 
 
 def prune(
-    body: Sequence[cst.BaseStatement], doomed: Container[int]
+    body: Sequence[cst.BaseStatement], doomed: Container[int], opens_block: bool = True
 ) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
     """Drop the statements whose id is in `doomed`.
 
     Returns the new body and the comment lines left over after the last statement, which
     the caller puts in the block's footer (or under a `pass` when the body is empty).
+    A statement that becomes the first of its block loses the blank lines that set it off
+    from the ones removed before it, when `opens_block` (nothing above it in the output
+    needs the space): a block does not start with a blank line.
     """
     out: list[cst.BaseStatement] = []
     carried: list[cst.EmptyLine] = []
+    removed = False
     for statement in body:
         if id(statement) in doomed:
             carried.extend(getattr(statement, "leading_lines", ()))
+            removed = True
             continue
-        if carried:
-            statement = statement.with_changes(leading_lines=_merge(carried, statement.leading_lines))
+        if carried or (removed and not out):
+            lines = _merge(carried, statement.leading_lines)
+            if opens_block and not out:
+                while lines and _is_blank(lines[0]):
+                    lines = lines[1:]
+            statement = statement.with_changes(leading_lines=lines)
             carried = []
         out.append(statement)
     if not any(line.comment is not None for line in carried):

@@ -1,0 +1,135 @@
+"""Spelling a qualified name where a fix puts it, so that the name resolves there.
+
+A template names modules in full (`torch.distributed.get_rank`); at a site the file may
+bind them differently. The spelling uses a name the file already binds, when its binding
+is sure to have run by the time the site runs: a module-level import, or an import in
+the site's own function that precedes it in straight-line code. A function that binds
+the module's root name anywhere makes it local everywhere in that function (Python reads
+it before the binding as UnboundLocalError), so there:
+
+- when the function binds the name only by importing that very module, `import torch`
+  goes right before the statement holding the site (`local_imports`), and the module
+  needs no import of its own for it;
+- when it binds it otherwise (a parameter or a variable named `torch`), the name cannot
+  be reached from the site and the fix is withheld (`shadowed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import libcst as cst
+
+from xla2tpu import templates
+from xla2tpu.resolve import Canonicaliser, Scope, import_targets
+
+
+class Speller:
+    """Spells names at one site; called as `speller(qualname) -> (spelling, module import)`."""
+
+    def __init__(
+        self,
+        scope: Scope,
+        parents: Sequence[cst.CSTNode],
+        scope_of: Mapping[int, Scope],
+        canonical: Canonicaliser,
+    ) -> None:
+        self.scope = scope
+        self.parents = parents  # original ancestors of the site, outermost first, the site last
+        self.scope_of = scope_of
+        self.canonical = canonical
+        self.local_imports: dict[str, None] = {}  # modules to import before `statement`
+        self.shadowed: dict[str, None] = {}  # root names that mean something else here
+        self.statement: cst.CSTNode | None = None  # where local imports go
+
+    def __call__(self, qualname: str) -> tuple[str, str | None]:
+        module = templates.explicit_import(qualname)
+        best: tuple[str, str] | None = None
+        seen: set[str] = set()
+        walk: Scope | None = self.scope
+        while walk is not None:
+            for name in walk.bindings:
+                if name in seen:
+                    continue
+                seen.add(name)
+                target = self.scope.lookup(name)
+                if target and (qualname == target or qualname.startswith(target + ".")) and self._reaches(name, target):
+                    if best is None or len(target) > len(best[1]):
+                        best = (name, target)
+            walk = walk.parent
+        if best is not None:
+            # `dist.tensor.x` still needs `import torch.distributed.tensor` somewhere.
+            needed = module if module and len(best[1]) < len(module) else None
+            return best[0] + qualname[len(best[1]):], needed
+        root = qualname.split(".", 1)[0]
+        owner = self.scope.owner(root)
+        if owner is None or owner.parent is None:
+            return qualname, module or root  # the module's own name: imported at module level
+        statement = self._statement_in(owner)
+        if statement is not None and owner.bindings.get(root) == {root}:
+            self.statement = statement
+            self.local_imports[module or root] = None
+        else:
+            self.shadowed[root] = None
+        return qualname, None
+
+    @property
+    def note(self) -> str:
+        """Why the fix is withheld, when a name it writes does not reach its module here."""
+        if not self.shadowed:
+            return ""
+        names = ", ".join(f"`{name}`" for name in self.shadowed)
+        return (
+            f"not rewritten: {names} in this scope is a local name, not the module the fix needs;"
+            " rewrite it by hand, importing the module under another name"
+        )
+
+    def _reaches(self, name: str, target: str) -> bool:
+        """Whether the binding of `name` is sure to hold at the site: a module-level one, or
+        an import of `target` before the site in the straight-line code of its scope."""
+        owner = self.scope.owner(name)
+        if owner is None or owner.parent is None:
+            return True
+        current = self.scope
+        parents = self.parents
+        for depth in range(len(parents) - 1, 0, -1):
+            child, parent = parents[depth], parents[depth - 1]
+            inner = self.scope_of.get(id(child))
+            if inner is not None:
+                if inner is owner:
+                    return False  # left the binding's scope without meeting the import
+                current = inner.parent  # type: ignore[assignment]
+            if current is not owner:
+                continue
+            body = getattr(parent, "body", None)
+            if not isinstance(parent, (cst.IndentedBlock, cst.Module, cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                continue
+            for sibling in body:  # type: ignore[union-attr]
+                if sibling is child:
+                    break
+                if self._imports(sibling, name, target):
+                    return True
+        return False
+
+    def _imports(self, statement: cst.CSTNode, name: str, target: str) -> bool:
+        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else [statement]
+        return any(
+            isinstance(small, (cst.Import, cst.ImportFrom)) and (name, target) in import_targets(small, self.canonical)
+            for small in smalls  # type: ignore[union-attr]
+        )
+
+    def _statement_in(self, owner: Scope) -> cst.CSTNode | None:
+        """The innermost statement around the site that sits in a block of `owner`'s own
+        code, before which an import binds the name for the site; None if there is none."""
+        current = self.scope
+        parents = self.parents
+        for depth in range(len(parents) - 1, 0, -1):
+            child, parent = parents[depth], parents[depth - 1]
+            inner = self.scope_of.get(id(child))
+            if inner is not None:
+                if inner is owner:
+                    return None
+                current = inner.parent  # type: ignore[assignment]
+            if isinstance(parent, (cst.IndentedBlock, cst.Module)) and isinstance(child, cst.BaseStatement):
+                return child if current is owner else None
+        return None
