@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from xla2tpu.catalogue import Case, Condition, Rule
+from xla2tpu.facts import UNKNOWN, Facts
 from xla2tpu.resolve import dotted_name, matches_any
 
 _MISSING = object()
@@ -33,6 +34,7 @@ class Site:
     store: bool = False  # the matched reference is an assignment target
     form: str = ""  # for expression rules: the `match` pattern the site matched
     with_item: bool = False  # the call is a `with` item that binds no name
+    facts: Facts = UNKNOWN  # what the file is (facts.py)
 
 
 def bind(
@@ -128,6 +130,8 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = site.store
     elif base == "with-item":
         result = site.with_item
+    elif base == "fact":
+        result = site.facts.get(condition.arg).value in condition.value  # type: ignore[operator]
     elif base == "simple":
         node = site.args.get(condition.arg)  # type: ignore[union-attr]
         result = node is not None and (dotted_name(node) is not None or literal(node) is not _MISSING)
@@ -149,6 +153,12 @@ def choose(cases: Sequence[Case], site: Site) -> Case:
         if all(_holds(condition, site) for condition in case.when):
             return case
     return cases[-1]
+
+
+def facts_behind(case: Case, facts: Facts) -> list[str]:
+    """The facts a case's positive `fact:` conditions test, described with their evidence:
+    a finding decided by a fact names it, so the user sees why a fix was withheld."""
+    return [facts.get(c.arg).describe() for c in case.when if c.kind == "fact"]
 
 
 def applies(rule: Rule, site: Site) -> bool:

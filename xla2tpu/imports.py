@@ -139,6 +139,7 @@ class ImportHygiene(StatementPruner):
                 unused=bound not in self.used,
                 guarded=bool(self._tries),
                 top_level=self._depth == 0,
+                facts=self.ctx.facts,
             )
             if not applies(rule, site):
                 continue
