@@ -22,8 +22,10 @@ import re
 import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from xla2tpu.resolve import Canonicaliser
+if TYPE_CHECKING:  # resolve imports libcst, which a fully cached run never loads
+    from xla2tpu.resolve import Canonicaliser
 
 # The facts and the values each can take (the catalogue validates `fact:` conditions against it).
 VALUES: dict[str, tuple[str, ...]] = {

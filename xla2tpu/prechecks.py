@@ -1,11 +1,11 @@
 """File rules (`kind = "file"`): a verdict on the whole file, taken before the rewrite pass.
 
 A file rule either tests the file's facts (facts.py) in its rule-level `when`, and is
-reported at the evidence of its first fact, or has a `pattern`, which is searched in the file's code, with comments and docstrings
-blanked out, so prose about a setting never counts as the setting. When it is found, the
-rule is reported once, at the first match, and the codes in its `disable` list are
+reported at the evidence of its first fact, or has a `pattern`, searched in the file's
+code with comments and docstrings blanked out, so prose about a setting never counts as
+the setting, and reported at the first match. The codes in its `disable` list are then
 switched off for that file: e.g. a file that sets `PJRT_DEVICE=CPU` runs XLA on a CPU,
-and its device must not become "tpu".
+so XLA100 (`disable = ["ALL"]`) stops every rule there.
 """
 
 from __future__ import annotations
