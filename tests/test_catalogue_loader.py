@@ -173,7 +173,7 @@ _CASE = "[[rule.case]]\n"
             (_rule(body=f'kind = "{kind}"\n'), "rule XLA901: needs `match`")
             for kind in ("call", "reference", "import", "env", "expression")
         ),
-        (_rule(body='kind = "file"\n'), "rule XLA901: a file rule needs `pattern`"),
+        (_rule(body='kind = "file"\n'), "rule XLA901: a file rule needs `pattern` or a `fact:` condition in its `when`"),
         (_rule(body='kind = "expression"\nmatch = ["a"]\n' + _CASE + 'match = ["b"]\n' + _CASE),
          "rule XLA901: a case matches a form the rule does not list"),
     ],

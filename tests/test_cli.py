@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import json
 from pathlib import Path
 
 from tests.conftest import LEGACY, MIGRATED
@@ -129,3 +130,50 @@ def test_pool_and_serial_give_the_same_output(invoke, tmp_path: Path) -> None:
     pooled = invoke("check", "-j", "2", ".")
     assert serial.output == pooled.output
     assert serial.output.count("XLA101") == 20
+
+
+_SPAWNED = (
+    "import torch_xla.core.xla_model as xm\n"
+    "import torch_xla.distributed.xla_multiprocessing as xmp\n\n\n"
+    "def train(index, opt):\n"
+    "    xm.optimizer_step(opt)\n\n\n"
+    'if __name__ == "__main__":\n'
+    "    xmp.spawn(train, args=(None,))\n"
+)
+
+
+def test_check_show_facts_prints_each_fact_with_its_line(invoke, tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(_SPAWNED)
+    result = invoke("check", "--show-facts", "train.py")
+    assert result.exit_code == 1
+    assert "train.py: facts" in result.output
+    assert "train.py:10: processes=spawn (starts its processes with a torch_xla launch, line 10 `xmp.spawn(train, args=(None,))`)" in result.output
+    assert "hardware=unknown" in result.output and "spmd=no" in result.output
+    # The finding the fact downgraded names it, with the launch line.
+    finding = next(line for line in result.output.splitlines() if "XLA401" in line)
+    assert "because processes=spawn" in finding and "line 10" in finding
+
+
+def test_check_without_show_facts_prints_no_facts(invoke, tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(_SPAWNED)
+    assert "facts" not in invoke("check", "train.py").output.split("XLA401")[0]
+
+
+def test_json_output_carries_each_files_facts(invoke, tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(_SPAWNED)
+    (tmp_path / "neuron.py").write_text("import torch_neuronx\nimport torch_xla.core.xla_model as xm\n\nxm.mark_step()\n")
+    document = json.loads(invoke("check", "--output-format", "json", ".").output)
+    files = {entry["filename"]: entry["facts"] for entry in document["files"]}
+    assert files["train.py"]["processes"] == {
+        "value": "spawn", "reason": "starts its processes with a torch_xla launch",
+        "line": 10, "column": 5, "end_column": 35, "text": "xmp.spawn(train, args=(None,))",
+    }
+    assert files["neuron.py"]["hardware"]["value"] == "other" and files["neuron.py"]["hardware"]["line"] == 1
+    # Other hardware: its one XLA100 finding and nothing else.
+    assert [f["code"] for f in document["findings"] if f["filename"] == "neuron.py"] == ["XLA100"]
+
+
+def test_facts_survive_the_cache(invoke, tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(_SPAWNED)
+    first = invoke("check", "--show-facts", "train.py").output
+    assert invoke("check", "--show-facts", "train.py").output == first

@@ -310,10 +310,10 @@ def test_a_file_is_parsed_in_part(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not _process(b"x = 1\n").parsed  # the prefilter let nothing through
 
 
-def test_a_file_rule_finding_spans_its_match() -> None:
+def test_a_hardware_finding_spans_its_evidence() -> None:
     result = _process(b"import torch\nimport torch_neuronx\nimport torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\n")
     [finding] = [d for d in result.diagnostics if d.code == "XLA100"]
-    assert (finding.line, finding.col, finding.end_line, finding.end_col) == (2, 8, 2, 21)
+    assert (finding.line, finding.col, finding.end_line, finding.end_col) == (2, 1, 2, 21)  # the statement
 
 
 def test_the_encoding_read_is_the_encoding_written() -> None:

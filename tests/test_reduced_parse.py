@@ -78,15 +78,16 @@ def _variants(data: bytes) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_a_reduced_parse_gives_what_a_full_parse_gives(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
-    used = 0
+    used = parsed = 0
     for name, data in _variants(case.path.read_bytes()).items():
         full, _ = _run(monkeypatch, case, data, reduce=False)
         reduced, count = _run(monkeypatch, case, data, reduce=True)
         used += count
+        parsed += full.parsed  # a file whose facts stop every rule is never parsed at all
         assert reduced.error == full.error, name
         assert _findings(reduced) == _findings(full), name
         assert reduced.new_source == full.new_source, name
-    if b"\n" in case.path.read_bytes().rstrip():
+    if b"\n" in case.path.read_bytes().rstrip() and parsed:
         assert used, "the reduced parse was never taken: this test compares nothing"
 
 

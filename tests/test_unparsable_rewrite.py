@@ -21,11 +21,15 @@ from xla2tpu import catalogue
 from xla2tpu.cli import EXIT_ERROR
 
 # CRLF endings, a comment and a trailing space: bytes a rewrite of the text would not keep.
+# A one-process program (its `__main__` block), where XLA401 is a safe fix.
 BROKEN_SITE = (
     b"import torch_xla.core.xla_model as xm  # legacy\r\n"
     b"\r\n"
     b"def train(make):\r\n"
     b"    xm.optimizer_step(make()) \r\n"
+    b"\r\n"
+    b"if __name__ == \"__main__\":\r\n"
+    b"    train(list)\r\n"
 )
 
 # Runs the real CLI in its own process, with the catalogue read from the folder in argv[1].
@@ -99,6 +103,7 @@ def test_fix_as_a_command_reports_an_internal_error_and_writes_nothing(tmp_path:
 def test_the_same_rule_still_fixes_a_site_it_renders_validly(invoke, tmp_path: Path, broken_rules: Path) -> None:
     # Proof that the broken catalogue is the one in use: on a plain name the template parses.
     target = tmp_path / "train.py"
-    target.write_text("import torch_xla.core.xla_model as xm\n\ndef train(opt):\n    xm.optimizer_step(opt)\n")
+    main = '\nif __name__ == "__main__":\n    train(None)\n'
+    target.write_text("import torch_xla.core.xla_model as xm\n\ndef train(opt):\n    xm.optimizer_step(opt)\n" + main)
     assert invoke("fix", "--no-cache", "train.py").exit_code == 0
-    assert target.read_text() == "\ndef train(opt):\n    opt = None\n"
+    assert target.read_text() == "\ndef train(opt):\n    opt = None\n" + main

@@ -25,11 +25,12 @@ from xla2tpu import catalogue as catalogue_mod
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.settings import Settings
 from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
+from xla2tpu.facts import Facts
 from xla2tpu.notebook import CellDiagnostic
 
 
 DEFAULT_DIR = ".xla2tpu_cache"
-_FORMAT = "1"  # bump when the entry layout changes
+_FORMAT = "2"  # bump when the entry layout changes
 
 
 @functools.cache
@@ -134,6 +135,7 @@ def _encode(result: FileResult) -> dict:
         "e": result.error,
         "l": result.lines,
         "c": result.encoding,
+        "f": None if result.facts is None else result.facts.as_json(),
     }
 
 
@@ -150,4 +152,5 @@ def _decode(entry: dict, path: str) -> FileResult:
         error=entry["e"],
         lines=int(entry["l"]),
         encoding=str(entry["c"]),
+        facts=None if entry["f"] is None else Facts.from_json(entry["f"]),
     )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xla2tpu.diagnostics import FixClass
+from xla2tpu.facts import VALUES as FACT_VALUES
 
 KINDS = ("call", "reference", "string-arg", "env", "import", "expression", "file", "lint")
 ACTIONS = ("replace", "delete", "rename", "remove-import", "transform", "none")
@@ -48,6 +49,13 @@ class Condition:
             except (ValueError, SyntaxError):
                 value = literal
             return cls(kind, arg, value)
+        if base == "fact":  # fact:NAME=V1|V2, or fact:NAME for a yes/no fact
+            name, _, values = rest.partition("=")
+            allowed = FACT_VALUES.get(name)
+            chosen = tuple(values.split("|")) if values else ("yes",)
+            if allowed is None or not set(chosen) <= set(allowed):
+                raise CatalogueError(f"unknown fact or value in {text!r}: facts are {FACT_VALUES}")
+            return cls(kind, name, chosen)
         return cls(kind, rest)
 
 
@@ -71,6 +79,7 @@ _CONDITION_KINDS = {
     "store",  # the reference is assigned to (`em.eager_mode = ...`); see `assignments`
     "with-item",  # the call is a `with` item binding no name (`with f():`, not `with f() as x:`)
     "simple",  # simple:PARAM — PARAM is passed as a literal or a (dotted) name: safe to repeat
+    "fact",  # fact:NAME=V1|V2 — the file's fact NAME has one of these values (xla2tpu/facts.py)
 }
 
 
@@ -271,8 +280,8 @@ def _validate(catalogue: Catalogue) -> None:
             raise CatalogueError(f"{where}: a lint rule names one analysis in `match` and only reports")
         if rule.kind in ("call", "reference", "import", "env", "expression") and not rule.match:
             raise CatalogueError(f"{where}: needs `match`")
-        if rule.kind == "file" and rule.pattern is None:
-            raise CatalogueError(f"{where}: a file rule needs `pattern`")
+        if rule.kind == "file" and rule.pattern is None and not any(c.kind == "fact" for c in rule.when):
+            raise CatalogueError(f"{where}: a file rule needs `pattern` or a `fact:` condition in its `when`")
         for case in rule.cases:
             if set(case.forms) - set(rule.match):
                 raise CatalogueError(f"{where}: a case matches a form the rule does not list")

@@ -193,10 +193,14 @@ def main() -> None:
 
 @main.command()
 @_options
-def check(**options: object) -> None:
+@click.option("--show-facts", is_flag=True, help="Also print what each analysed file is (how its processes start, its hardware, SPMD), each fact with the line it came from: the reasons behind a withheld fix.")
+def check(show_facts: bool, **options: object) -> None:
     """Report torch_xla idioms. Exit 0 when clean, 1 with findings, 2 on errors."""
     outcome, config, catalogue, _ = _process(options)
     with _sink(options, stdout_taken=False) as (report, problems):
+        if show_facts and options["output_format"] not in MACHINE_FORMATS:
+            for line in text.facts(outcome.results):
+                report(line)
         if _emit(outcome.results, catalogue, config, options, report, problems):
             errors = sum(1 for r in outcome.results if r.error)
             for line in text.check_summary(outcome.diagnostics, bool(options["unsafe_fixes"]), errors):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from xla2tpu.catalogue import Case, Condition, Rule
+from xla2tpu.facts import UNKNOWN, Facts
 from xla2tpu.resolve import dotted_name, matches_any
 
 _MISSING = object()
@@ -34,8 +35,9 @@ class Site:
     form: str = ""  # for expression rules: the `match` pattern the site matched
     with_item: bool = False  # the call is a `with` item that binds no name
     tensors: frozenset[str] = frozenset()  # expression slots known to be tensors
-    read_back: bool = False
-    after: frozenset[str] = frozenset()  # the `after:` patterns that hold here (earlier.py)  # an environment write whose variable the same file reads
+    read_back: bool = False  # an environment write whose variable the same file reads
+    after: frozenset[str] = frozenset()  # the `after:` patterns that hold here (earlier.py)
+    facts: Facts = UNKNOWN  # what the file is (facts.py)
 
 
 def bind(
@@ -137,6 +139,8 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = site.read_back
     elif base == "with-item":
         result = site.with_item
+    elif base == "fact":
+        result = site.facts.get(condition.arg).value in condition.value  # type: ignore[operator]
     elif base == "simple":
         node = site.args.get(condition.arg)  # type: ignore[union-attr]
         result = node is not None and (dotted_name(node) is not None or literal(node) is not _MISSING)
@@ -158,6 +162,12 @@ def choose(cases: Sequence[Case], site: Site) -> Case:
         if all(_holds(condition, site) for condition in case.when):
             return case
     return cases[-1]
+
+
+def facts_behind(case: Case, facts: Facts) -> list[str]:
+    """The facts a case's positive `fact:` conditions test, described with their evidence:
+    a finding decided by a fact names it, so the user sees why a fix was withheld."""
+    return [facts.get(c.arg).describe() for c in case.when if c.kind == "fact"]
 
 
 def applies(rule: Rule, site: Site) -> bool:

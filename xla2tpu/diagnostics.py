@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from xla2tpu.facts import Facts
+
 
 class FixClass(enum.Enum):
     """Fix applicability, with ruff's meanings."""
@@ -44,6 +46,7 @@ class FileResult:
     parsed: bool = False
     encoding: str = "utf-8"
     digest: bytes | None = None  # sha256 of the bytes read, to detect a change on disk before writing
+    facts: Facts | None = None  # what the file is (facts.py); None when it was not analysed
 
     @classmethod
     def counted(cls, path: str, data: bytes) -> FileResult:

@@ -1,4 +1,4 @@
-"""The per-file pipe: prefilter -> decode -> parse -> resolve -> rewrite -> imports -> encode.
+"""The per-file pipe: prefilter -> decode -> facts -> parse -> resolve -> rewrite -> imports -> encode.
 
 `process_source` is a pure function of (path, bytes, settings); `pool.run` maps it over
 many files.
@@ -18,6 +18,7 @@ from xla2tpu import catalogue as catalogue_mod
 from xla2tpu import prechecks
 from xla2tpu.decode import DecodeError, Decoded, decode
 from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
+from xla2tpu.facts import compute as compute_facts
 from xla2tpu.imports import ImportHygiene, add_imports, has_matching_import
 from xla2tpu.index import build
 from xla2tpu.noqa import Suppressions, skip_file
@@ -111,10 +112,15 @@ def _parse(decoded: Decoded, plan: Plan | None, inspects: Callable[[str], bool])
 def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
     catalogue = catalogue_mod.load()
     canonical = Canonicaliser(catalogue.module_renames)
-    verdicts = prechecks.verdicts(catalogue, settings.selected, decoded.text)
-    selected = settings.selected - prechecks.disabled(catalogue, verdicts)
-    index = build(catalogue, selected)
     tree = decoded.tree
+    facts = result.facts = compute_facts(tree, decoded.text, canonical)
+    verdicts = prechecks.verdicts(catalogue, settings.selected, decoded.text, facts)
+    selected = settings.selected - prechecks.disabled(catalogue, verdicts)
+    suppressions = Suppressions(decoded.text)
+    if verdicts and not selected:  # a verdict that switches every rule off: report it and stop
+        result.diagnostics = sorted(_verdict_findings(verdicts, suppressions))
+        return
+    index = build(catalogue, selected)
     plan = None if tree is None else Plan(tree, canonical, index)
     lints = [rule for rule in index.lints if lint_reads(rule, settings.target, decoded.text)]
     layout = _parse(decoded, plan, lambda text: any(lint_reads(rule, settings.target, text) for rule in lints))
@@ -123,16 +129,8 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
     outline = Outline(layout, plan)
     resolver = ImportResolver(canonical, outline.pruned)
     module.visit(resolver)
-    suppressions = Suppressions(decoded.text)
-    ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline)
-    for verdict in verdicts:  # file rules are reports only: their one case is manual
-        case = verdict.rule.cases[-1]
-        if not suppressions.suppressed(verdict.line, verdict.rule.code):
-            message = case.message.replace("{source}", verdict.text.strip())
-            ctx.diagnostics.append(
-                Diagnostic(verdict.line, verdict.col + 1, verdict.rule.code, message, FixClass.MANUAL,
-                           end_line=verdict.line, end_col=verdict.end_col + 1)
-            )
+    ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline, facts)
+    ctx.diagnostics.extend(_verdict_findings(verdicts, suppressions))
     rewriter = Rewriter(ctx, module)
     new_module = module.visit(rewriter)
     if has_matching_import(ctx, canonical):
@@ -162,6 +160,20 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
             except SyntaxError as exc:  # never write a file that no longer parses
                 raise AssertionError(f"the rewrite does not parse: {exc}") from exc
         result.new_source = decoded.encode(code)
+
+
+def _verdict_findings(verdicts: list[prechecks.Verdict], suppressions: Suppressions) -> list[Diagnostic]:
+    """File rules are reports only: their one case is manual."""
+    found = []
+    for verdict in verdicts:
+        case = verdict.rule.cases[-1]
+        if not suppressions.suppressed(verdict.line, verdict.rule.code):
+            message = case.message.replace("{source}", verdict.text.strip())
+            found.append(
+                Diagnostic(verdict.line, verdict.col + 1, verdict.rule.code, message, FixClass.MANUAL,
+                           end_line=verdict.line, end_col=verdict.end_col + 1)
+            )
+    return found
 
 
 def _python_error(text: str) -> SyntaxError:

@@ -131,6 +131,7 @@ class ImportHygiene(StatementPruner):
                 unused=scope is not None and not self.uses.reached(scope, bound),
                 guarded=self._guarded(),
                 top_level=self._depth == 0,
+                facts=self.ctx.facts,
             )
             if not applies(rule, site):
                 continue

@@ -1,10 +1,11 @@
 """File rules (`kind = "file"`): a verdict on the whole file, taken before the rewrite pass.
 
-A file rule's `pattern` is searched in the file's code, with comments and docstrings
-blanked out, so prose about a setting never counts as the setting. When it is found, the
-rule is reported once, at the first match, and the codes in its `disable` list are
+A file rule either tests the file's facts (facts.py) in its rule-level `when`, and is
+reported at the evidence of its first fact, or has a `pattern`, searched in the file's
+code with comments and docstrings blanked out, so prose about a setting never counts as
+the setting, and reported at the first match. The codes in its `disable` list are then
 switched off for that file: e.g. a file that sets `PJRT_DEVICE=CPU` runs XLA on a CPU,
-and its device must not become "tpu".
+so XLA100 (`disable = ["ALL"]`) stops every rule there.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import tokenize
 from dataclasses import dataclass
 
 from xla2tpu.catalogue import Catalogue, Rule
+from xla2tpu.conditions import Site, applies
+from xla2tpu.facts import UNKNOWN, Facts
 
 _LAYOUT_TOKENS = (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING)
 
@@ -55,14 +58,21 @@ def code_only(source: str) -> str:
     return "".join(lines)
 
 
-def verdicts(catalogue: Catalogue, selected: frozenset[str], source: str) -> list[Verdict]:
-    """The file rules that fire on `source`, each with its first match."""
+def verdicts(catalogue: Catalogue, selected: frozenset[str], source: str, facts: Facts = UNKNOWN) -> list[Verdict]:
+    """The file rules that fire on `source`, each with its first match (or, for a rule that
+    judges by facts, the evidence of its first fact)."""
     found: list[Verdict] = []
     code: str | None = None
     for rule in catalogue.rules:
         if rule.kind != "file" or rule.code not in selected:
             continue
-        assert rule.pattern is not None
+        if rule.pattern is None:  # a verdict on the file's facts
+            if applies(rule, Site(target="", source=source, facts=facts)):
+                fact = facts.get(next(c.arg for c in rule.when if c.kind == "fact"))
+                if fact.evidence is not None:
+                    e = fact.evidence
+                    found.append(Verdict(rule, e.line, e.col, e.end_col, e.text))
+            continue
         if rule.pattern.search(source) is None:  # cheap test on the raw text first
             continue
         code = code if code is not None else code_only(source)

@@ -18,10 +18,11 @@ from libcst.metadata import CodeRange
 from xla2tpu import earlier, patterns, templates
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.call_layout import keep_layout
-from xla2tpu.conditions import Site, applies, bind, choose, literal_text
+from xla2tpu.conditions import Site, applies, bind, choose, facts_behind, literal_text
 from xla2tpu.env_reads import variables_read
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.emission import Speller
+from xla2tpu.facts import UNKNOWN, Facts
 from xla2tpu.index import RuleIndex
 from xla2tpu.lints import LINTS
 from xla2tpu.noqa import Suppressions
@@ -58,8 +59,10 @@ class FileContext:
         resolver: ImportResolver,
         suppressions: Suppressions,
         outline: Outline,
+        facts: Facts = UNKNOWN,
     ) -> None:
         self.source = source
+        self.facts = facts
         self.outline = outline
         self.index = index
         self.settings = settings
@@ -91,6 +94,9 @@ class FileContext:
         message = case.message.replace("{source}", source) if "{source}" in case.message else case.message
         if note:
             message = f"{message} ({note})"
+        behind = facts_behind(case, self.facts)
+        if behind:
+            message += " [because " + "; ".join(behind) + "]"
         self.diagnostics.append(
             Diagnostic(line, col, rule.code, message, fix, applied, where.end.line, where.end.column + 1)
         )
@@ -248,6 +254,7 @@ class Rewriter(StatementPruner):
             target=self.ctx.settings.target,
             source=self.ctx.source,
             top_level=len(self._scopes) == 1,
+            facts=self.ctx.facts,
             **fields,  # type: ignore[arg-type]
         )
 

@@ -1,4 +1,5 @@
-"""`--output-format json`: one document with every finding and every file error.
+"""`--output-format json`: one document with every finding, every file error and the facts
+of every analysed file.
 
 Shards merge with `jq -s '{version: .[0].version, findings: map(.findings) | add,
 errors: map(.errors) | add}'` (see docs/ci.md).
@@ -31,6 +32,8 @@ def document(results: Sequence[FileResult], statistics: list[dict] | None = None
         "version": __version__,
         "findings": [finding(r.path, d) for r in results for d in r.diagnostics],
         "errors": [{"filename": r.path, "message": r.error} for r in results if r.error],
+        # What each analysed file is (xla2tpu/facts.py), each fact with the line it came from.
+        "files": [{"filename": r.path, "facts": r.facts.as_json()} for r in results if r.facts is not None],
     }
     if statistics is not None:
         out["statistics"] = statistics

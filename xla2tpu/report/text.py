@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import click
 
-from xla2tpu.diagnostics import Diagnostic, FixClass
+from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
 
 
 def position(diagnostic: Diagnostic) -> str:
@@ -26,6 +26,19 @@ def concise(path: str, diagnostic: Diagnostic) -> str:
     """One plain line a tool can split on `:` (no colour, no summary)."""
     mark = "[*] " if diagnostic.fixed else ""
     return f"{path}:{position(diagnostic)}: {diagnostic.code} {mark}{diagnostic.message}"
+
+
+def facts(results: Iterable[FileResult]) -> list[str]:
+    """`check --show-facts`: each analysed file's facts, one per line, with where each came from."""
+    lines: list[str] = []
+    for result in results:
+        if result.facts is None:
+            continue
+        lines.append(f"{result.path}: facts")
+        for fact in result.facts:
+            where = f"{result.path}:{fact.evidence.line}: " if fact.evidence else ""
+            lines.append(f"  {where}{fact.describe()}")
+    return lines
 
 
 def problem(path: str, message: str) -> str:

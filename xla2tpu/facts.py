@@ -1,0 +1,356 @@
+"""What a file is, computed once before any rule runs: how its processes start, which
+hardware it targets, whether it is SPMD code, whether a wrapper reduces its gradients.
+
+A rewrite's correctness often depends on more than its own call: `xr.global_ordinal()`
+→ `get_rank() if is_initialized() else 0` is right in a program that runs one process and
+wrong in an `xmp.spawn` worker, which has no process group. Rule cases test these facts in
+the catalogue (`fact:processes=one`, `not-fact:spmd`; see conditions.py), and every fact
+carries the line it came from, so a withheld or downgraded fix can say why
+(`check --show-facts`, the JSON output, the finding's own message).
+
+Cost: the facts come from CPython's tree that decode() already built. A regex over the
+text finds the lines that can hold evidence; only the top-level statements spanning such a
+line are walked, so a long file with nothing to say costs one regex search.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import io
+import re
+import tokenize
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # resolve imports libcst, which a fully cached run never loads
+    from xla2tpu.resolve import Canonicaliser
+
+# The facts and the values each can take (the catalogue validates `fact:` conditions against it).
+VALUES: dict[str, tuple[str, ...]] = {
+    # spawn: an xmp.spawn / torch_xla.launch / run_multiprocess / torch.multiprocessing.spawn
+    # launch that TorchTPU does not keep; process-group: the file creates one (or wraps the model
+    # in DDP/FSDP, which needs one); one: a program that starts no other process and never asks
+    # its rank; unknown: library code (no `__main__`, no launch), or a program launched from outside.
+    "processes": ("spawn", "process-group", "one", "unknown"),
+    "hardware": ("tpu", "other", "unknown"),
+    "spmd": ("yes", "no"),
+    # The model is wrapped in DDP / FSDP (torch's or torch_xla's), which reduces the gradients.
+    "data-parallel": ("yes", "no"),
+}
+
+_XLA_LAUNCH = ("torch_xla.distributed.xla_multiprocessing.spawn", "torch_xla.launch", "torch_xla.torch_xla.launch")
+_TORCH_LAUNCH = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes")
+_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
+_DATA_PARALLEL = (
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.distributed.fsdp.FullyShardedDataParallel", "torch.distributed.fsdp.fully_shard",
+    "torch.distributed._composable.fsdp.fully_shard",
+)
+_XLA_DATA_PARALLEL = "torch_xla.distributed.fsdp."
+_RANK = (
+    "torch_xla.core.xla_model.get_ordinal", "torch_xla.core.xla_model.xrt_world_size",
+    "torch_xla.core.xla_model.get_local_ordinal", "torch_xla.core.xla_model.is_master_ordinal",
+    "torch_xla.runtime.world_size", "torch_xla.runtime.global_ordinal", "torch_xla.runtime.local_ordinal",
+    "torch_xla.runtime.process_index", "torch_xla.runtime.process_count",
+    "torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler",
+    "torch.distributed.get_rank", "torch.distributed.get_world_size",
+)
+_SPMD = ("torch_xla.distributed.spmd", "torch_xla.runtime.use_spmd", "torch_xla.runtime.is_spmd")
+_LOADER = "torch_xla.distributed.parallel_loader.MpDeviceLoader"
+_OTHER_HARDWARE_MODULES = ("torch_neuronx", "torch_neuron", "neuronx_distributed", "optimum.neuron",
+                           "libneuronxla", "tt_torch", "torchacc")
+_NEURON_ENV = re.compile(r"NEURON_[A-Z0-9_]+")
+_TPU_ENV = re.compile(r"(?:XRT_)?TPU_[A-Z0-9_]+|XRT_TPU_CONFIG")
+
+# Lines that can hold evidence: only the top-level statements spanning one are walked.
+_CANDIDATE = re.compile(
+    r"spawn|launch|run_multiprocess|start_processes|init_process_group|DistributedDataParallel|DDP"
+    r"|FullyShardedDataParallel|fully_shard|FSDP|fsdp|ordinal|world_size|DistributedSampler|get_rank"
+    r"|process_index|process_count|set_device_type|PJRT_DEVICE|neuron|tt_torch|torchacc|NEURON_|TPU_"
+    r"|spmd|sharding|Sharding|Mesh|MpDeviceLoader|XLA_USE_SPMD"
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    line: int  # 1-based
+    col: int  # 0-based
+    end_col: int
+    text: str  # the line, whitespace collapsed and shortened
+
+
+@dataclass(frozen=True)
+class Fact:
+    name: str
+    value: str
+    evidence: Evidence | None = None
+    reason: str = ""  # what the evidence shows, or why there is none
+
+    def describe(self) -> str:
+        """One line for messages and `--show-facts`: processes=spawn (what it shows, line 12 `xmp.spawn(...)`)."""
+        where = f"line {self.evidence.line} `{self.evidence.text}`" if self.evidence else ""
+        detail = ", ".join(part for part in (self.reason, where) if part)
+        return f"{self.name}={self.value} ({detail})" if detail else f"{self.name}={self.value}"
+
+    def as_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"value": self.value, "reason": self.reason}
+        if self.evidence is not None:
+            e = self.evidence
+            data.update(line=e.line, column=e.col + 1, end_column=e.end_col + 1, text=e.text)
+        return data
+
+
+@dataclass(frozen=True)
+class Facts:
+    processes: Fact
+    hardware: Fact
+    spmd: Fact
+    data_parallel: Fact
+
+    def get(self, name: str) -> Fact:
+        return getattr(self, name.replace("-", "_"))
+
+    def __iter__(self) -> Iterator[Fact]:
+        return iter((self.processes, self.hardware, self.spmd, self.data_parallel))
+
+    def as_json(self) -> dict[str, dict[str, object]]:
+        return {fact.name: fact.as_json() for fact in self}
+
+    @classmethod
+    def from_json(cls, data: dict[str, dict]) -> Facts:
+        """The inverse of `as_json` (the results cache stores facts so)."""
+        facts = []
+        for name in VALUES:
+            entry = data[name]
+            evidence = None
+            if "line" in entry:
+                col = int(entry["column"]) - 1
+                evidence = Evidence(int(entry["line"]), col, int(entry.get("end_column", col + 1)) - 1, str(entry["text"]))
+            facts.append(Fact(name, str(entry["value"]), evidence, str(entry["reason"])))
+        return cls(*facts)
+
+
+UNKNOWN = Facts(
+    Fact("processes", "unknown", reason="not analysed"),
+    Fact("hardware", "unknown", reason="not analysed"),
+    Fact("spmd", "no", reason="not analysed"),
+    Fact("data-parallel", "no", reason="not analysed"),
+)
+
+
+class _Scan:
+    """The first evidence of each kind in the walked statements."""
+
+    def __init__(self, text: str, canonical: Canonicaliser) -> None:
+        self.text = text
+        self.canonical = canonical
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.aliases: dict[str, str] = {}
+        self.found: dict[str, tuple[Evidence, str]] = {}  # kind -> first evidence, what it shows
+        self.uses_xla = False
+
+    def evidence(self, node: ast.AST) -> Evidence:
+        line = node.lineno  # type: ignore[attr-defined]
+        source = self.text[self.starts[line - 1]: self.starts[line] if line < len(self.starts) else None]
+        text = " ".join(_without_comment(source).split())
+        text = text if len(text) <= 80 else text[:77] + "..."
+        end_col = node.end_col_offset if node.end_lineno == line else len(source.rstrip("\r\n"))  # type: ignore[attr-defined]
+        return Evidence(line, node.col_offset, end_col or node.col_offset, text)  # type: ignore[attr-defined]
+
+    def note(self, kind: str, node: ast.AST, what: str) -> None:
+        if kind not in self.found:
+            self.found[kind] = (self.evidence(node), what)
+
+    def bind(self, node: ast.Import | ast.ImportFrom) -> None:
+        module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
+        if isinstance(node, ast.ImportFrom) and node.level:
+            return  # a relative import names the project's own modules
+        for alias in node.names:
+            qualname = f"{module}.{alias.name}" if module else alias.name
+            if qualname.startswith("torch_xla"):
+                self.uses_xla = True
+            if alias.name == "*":
+                continue
+            bound = alias.asname or (alias.name if module else alias.name.split(".", 1)[0])
+            full = qualname if (alias.asname or module) else bound
+            self.aliases[bound] = self.canonical(full)
+            if any(qualname == m or qualname.startswith(m + ".") for m in _OTHER_HARDWARE_MODULES):
+                self.note("other", node, f"imports `{qualname}`")
+            if qualname == "torch_xla.distributed.spmd" or self.canonical(qualname).startswith("torch_xla.distributed.spmd"):
+                self.note("spmd", node, "imports torch_xla's SPMD API")
+
+    def resolve(self, node: ast.expr) -> str | None:
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.aliases:
+            return None
+        return ".".join([self.aliases[node.id], *reversed(parts)])
+
+    def reference(self, node: ast.expr, qualname: str) -> None:
+        if qualname.startswith(_SPMD):
+            self.note("spmd", node, f"uses `{qualname.rsplit('.', 1)[-1]}`")
+        if qualname in _PROCESS_GROUP or qualname in _DATA_PARALLEL:
+            self.note("process-group", node, "creates a process group")
+        if qualname in _DATA_PARALLEL or qualname.startswith(_XLA_DATA_PARALLEL):
+            self.note("data-parallel", node, "wraps the model in DDP/FSDP")
+        if qualname in _RANK:
+            self.note("rank", node, f"asks for the rank or world size (`{qualname.rsplit('.', 1)[-1]}`)")
+
+    def call(self, node: ast.Call, qualname: str | None) -> None:
+        if qualname is not None:
+            last = qualname.rsplit(".", 1)[-1]
+            if qualname in _XLA_LAUNCH or (qualname.startswith("torch_xla.") and last in ("run_multiprocess", "spawn")):
+                self.note("spawn", node, "starts its processes with a torch_xla launch")
+            elif qualname in _TORCH_LAUNCH:
+                self.note("torch-spawn", node, "starts its processes with torch.multiprocessing")
+            elif qualname.startswith("torch_xla.") and last == "set_device_type" and node.args:
+                self._device(node, node.args[0], "set_device_type")
+            elif qualname == _LOADER and any(k.arg == "input_sharding" for k in node.keywords):
+                self.note("spmd", node, "loads data with `input_sharding`")
+        # PJRT_DEVICE as a call argument: environ.setdefault / putenv / get("PJRT_DEVICE", "CPU").
+        if len(node.args) >= 2 and _string(node.args[0]) == "PJRT_DEVICE":
+            self._device(node, node.args[1], "PJRT_DEVICE")
+        for keyword in node.keywords:
+            if keyword.arg == "PJRT_DEVICE":
+                self._device(node, keyword.value, "PJRT_DEVICE")
+
+    def _device(self, node: ast.AST, value: ast.expr, how: str) -> None:
+        device = _string(value)
+        if device is None:
+            return
+        if device.upper() == "TPU":
+            self.note("tpu", node, f"{how} is TPU")
+        else:
+            self.note("other", node, f"{how} is {device!r}")
+
+    def constant(self, node: ast.Constant) -> None:
+        if not isinstance(node.value, str):
+            return
+        if _NEURON_ENV.fullmatch(node.value):
+            self.note("other", node, f"sets or reads {node.value} (AWS Neuron)")
+        elif node.value == "XLA_USE_SPMD":
+            self.note("spmd", node, "reads or sets XLA_USE_SPMD")
+        elif _TPU_ENV.fullmatch(node.value):
+            self.note("tpu", node, f"uses {node.value}")
+
+    def walk(self, statement: ast.stmt) -> None:
+        for node in ast.walk(statement):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.bind(node)
+            elif isinstance(node, ast.Call):
+                self.call(node, self.resolve(node.func))
+            elif isinstance(node, ast.Attribute | ast.Name):
+                qualname = self.resolve(node)
+                if qualname is not None:
+                    self.reference(node, qualname)
+            elif isinstance(node, ast.Constant):
+                self.constant(node)
+            elif isinstance(node, ast.Dict):
+                for key, value in zip(node.keys, node.values):
+                    if key is not None and _string(key) == "PJRT_DEVICE":
+                        self._device(key, value, "PJRT_DEVICE")
+            elif isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Subscript) and _string(t.slice) == "PJRT_DEVICE" for t in node.targets
+            ):
+                self._device(node, node.value, "PJRT_DEVICE")
+
+
+def _without_comment(line: str) -> str:
+    """`line` without its trailing comment (a `#` inside a string stays)."""
+    if "#" not in line:
+        return line
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[: token.start[1]]
+    except (tokenize.TokenError, SyntaxError):
+        pass  # a line of a longer statement: a comment (if any) stays
+    return line
+
+
+def _string(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _is_main(node: ast.stmt) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (
+        isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+        and any(_string(c) == "__main__" for c in test.comparators)
+    )
+
+
+def _script_code(node: ast.stmt, scan: _Scan) -> bool:
+    """A top-level statement that does work when the module runs: a call, a loop, a `with`,
+    or an assignment from a torch_xla call (`device = xm.xla_device()`). Library modules bind
+    names at import time (`logger = logging.getLogger(...)`) but do not run torch_xla."""
+    if isinstance(node, ast.Expr):
+        return isinstance(node.value, (ast.Call, ast.Await))
+    if isinstance(node, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith)):
+        return True
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+        return any(
+            isinstance(call, ast.Call) and (scan.resolve(call.func) or "").startswith("torch_xla")
+            for call in ast.walk(node.value)
+        )
+    return False
+
+
+def compute(tree: ast.Module | None, text: str, canonical: Canonicaliser) -> Facts:
+    """The facts of one file (UNKNOWN when CPython has no tree of it)."""
+    if tree is None:
+        return UNKNOWN
+    scan = _Scan(text, canonical)
+    for node in tree.body:  # module-level imports first: later statements resolve through them
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            scan.bind(node)
+    lines = sorted({bisect.bisect_right(scan.starts, m.start()) for m in _CANDIDATE.finditer(text)})
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        first = bisect.bisect_left(lines, node.lineno)
+        if first < len(lines) and lines[first] <= (node.end_lineno or node.lineno):
+            scan.walk(node)
+    main = next((node for node in tree.body if _is_main(node)), None)
+    script = main or next((node for node in tree.body if _script_code(node, scan)), None)
+    return Facts(_processes(scan, main, script), _hardware(scan), _flag(scan, "spmd", "spmd"),
+                 _flag(scan, "data-parallel", "data-parallel"))
+
+
+def _fact(name: str, value: str, found: tuple[Evidence, str]) -> Fact:
+    return Fact(name, value, found[0], found[1])
+
+
+def _processes(scan: _Scan, main: ast.stmt | None, script: ast.stmt | None) -> Fact:
+    found = scan.found
+    if "spawn" in found:
+        return _fact("processes", "spawn", found["spawn"])
+    if "torch-spawn" in found and scan.uses_xla:
+        return _fact("processes", "spawn", found["torch-spawn"])
+    if "process-group" in found:
+        return _fact("processes", "process-group", found["process-group"])
+    if "rank" in found:
+        evidence, what = found["rank"]
+        return Fact("processes", "unknown", evidence, f"{what} but starts no processes: launched from elsewhere")
+    if script is not None:
+        what = "a `__main__` block" if script is main else "script code at module level"
+        return Fact("processes", "one", scan.evidence(script), f"a program that starts no other process: {what}")
+    return Fact("processes", "unknown", None, "library code: no `__main__` block and no launch; any number of processes may call it")
+
+
+def _hardware(scan: _Scan) -> Fact:
+    if "other" in scan.found:
+        return _fact("hardware", "other", scan.found["other"])
+    if "tpu" in scan.found:
+        return _fact("hardware", "tpu", scan.found["tpu"])
+    return Fact("hardware", "unknown", None, "no hardware named in the code")
+
+
+def _flag(scan: _Scan, name: str, kind: str) -> Fact:
+    if kind in scan.found:
+        return _fact(name, "yes", scan.found[kind])
+    return Fact(name, "no")
