@@ -16,6 +16,8 @@ it before the binding as UnboundLocalError), so there:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from collections.abc import Mapping, Sequence
 
 import libcst as cst
@@ -90,25 +92,13 @@ class Speller:
         owner = self.scope.owner(name)
         if owner is None or owner.parent is None:
             return True
-        current = self.scope
-        parents = self.parents
-        for depth in range(len(parents) - 1, 0, -1):
-            child, parent = parents[depth], parents[depth - 1]
-            inner = self.scope_of.get(id(child))
-            if inner is not None:
-                if inner is owner:
-                    return False  # left the binding's scope without meeting the import
-                current = inner.parent  # type: ignore[assignment]
-            if current is not owner:
-                continue
-            body = getattr(parent, "body", None)
-            if not isinstance(parent, (cst.IndentedBlock, cst.Module, cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-                continue
-            for sibling in body:  # type: ignore[union-attr]
-                if sibling is child:
-                    break
-                if self._imports(sibling, name, target):
-                    return True
+        for parent, child, own in self._blocks_of(owner):
+            if own and isinstance(parent, (cst.IndentedBlock, cst.Module, cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                for sibling in parent.body:  # type: ignore[union-attr]
+                    if sibling is child:
+                        break
+                    if self._imports(sibling, name, target):
+                        return True
         return False
 
     def _imports(self, statement: cst.CSTNode, name: str, target: str) -> bool:
@@ -121,6 +111,14 @@ class Speller:
     def _statement_in(self, owner: Scope) -> cst.CSTNode | None:
         """The innermost statement around the site that sits in a block of `owner`'s own
         code, before which an import binds the name for the site; None if there is none."""
+        for parent, child, own in self._blocks_of(owner):
+            if isinstance(parent, (cst.IndentedBlock, cst.Module)) and isinstance(child, cst.BaseStatement):
+                return child if own else None
+        return None
+
+    def _blocks_of(self, owner: Scope) -> Iterator[tuple[cst.CSTNode, cst.CSTNode, bool]]:
+        """(parent, child, whether the parent is code of `owner`'s own scope) around the
+        site, innermost first; stops where the walk leaves `owner`'s scope."""
         current = self.scope
         parents = self.parents
         for depth in range(len(parents) - 1, 0, -1):
@@ -128,8 +126,6 @@ class Speller:
             inner = self.scope_of.get(id(child))
             if inner is not None:
                 if inner is owner:
-                    return None
+                    return  # left the binding's scope
                 current = inner.parent  # type: ignore[assignment]
-            if isinstance(parent, (cst.IndentedBlock, cst.Module)) and isinstance(child, cst.BaseStatement):
-                return child if current is owner else None
-        return None
+            yield parent, child, current is owner
