@@ -366,3 +366,14 @@ def test_recursion_in_a_pass_is_an_error_for_that_file(
     monkeypatch.setattr(f"xla2tpu.engine.{where}", too_deep)
     result = _process(b"import torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\n")
     assert (result.error, result.diagnostics, result.new_source) == (message, [], None)
+
+
+@pytest.mark.parametrize("folder", ["optimum/neuron/trainers", "src/neuronx_distributed/utils", "torch-neuronx/training/mnist", "python_package/tt_torch"])
+def test_a_file_inside_another_vendors_package_is_that_vendors_code(folder: str) -> None:
+    """Relative imports only, no vendor named in the file: where it lives shows the hardware."""
+    source = b"import torch_xla.core.xla_model as xm\n\n\ndef device():\n    return xm.xla_device()\n"
+    result = _process(source, f"{folder}/utils.py")
+    assert [(d.code, d.line, d.fixed) for d in result.diagnostics] == [("XLA100", 1, False)]
+    assert "folder" in result.diagnostics[0].message and result.new_source is None
+    elsewhere = _process(source, "src/mytpu/utils.py")
+    assert {d.code for d in elsewhere.diagnostics} == {"XLA001", "XLA101"}

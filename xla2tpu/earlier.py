@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import libcst as cst
 
-_PATTERN = re.compile(r"^(?P<callee>[\w.]+)\((?P<args>.*)\)$")
+_PATTERN = re.compile(r"^(?P<callee>[\w.|]+)\((?P<args>.*)\)$")  # callee: one name, or a|b
 _SLOT = re.compile(r"^\{(?P<name>\w+)\}$")
 
 
@@ -60,7 +60,7 @@ def matches(
         return False
     wanted = [a.strip() for a in parsed["args"].split(",")] if parsed["args"].strip() else []
     for call in calls:
-        if len(call.args) != len(wanted) or resolve(call.func) != parsed["callee"]:
+        if len(call.args) != len(wanted) or resolve(call.func) not in parsed["callee"].split("|"):
             continue
         if all(_argument_matches(w, arg, args) for w, arg in zip(wanted, call.args)):
             return True

@@ -113,7 +113,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
     catalogue = catalogue_mod.load()
     canonical = Canonicaliser(catalogue.module_renames)
     tree = decoded.tree
-    facts = result.facts = compute_facts(tree, decoded.text, canonical)
+    facts = result.facts = compute_facts(tree, decoded.text, canonical, result.path)
     verdicts = prechecks.verdicts(catalogue, settings.selected, decoded.text, facts)
     selected = settings.selected - prechecks.disabled(catalogue, verdicts)
     suppressions = Suppressions(decoded.text)

@@ -61,6 +61,12 @@ _SPMD = ("torch_xla.distributed.spmd", "torch_xla.runtime.use_spmd", "torch_xla.
 _LOADER = "torch_xla.distributed.parallel_loader.MpDeviceLoader"
 _OTHER_HARDWARE_MODULES = ("torch_neuronx", "torch_neuron", "neuronx_distributed", "optimum.neuron",
                            "libneuronxla", "tt_torch", "torchacc")
+# Folders that hold another vendor's torch_xla package or samples: a file inside one is
+# that vendor's code even when it names no vendor module itself (relative imports only).
+_OTHER_HARDWARE_FOLDERS = ("torch_neuronx", "torch-neuronx", "torch_neuron", "neuronx_distributed",
+                           "tt_torch", "vllm_tt", "torchacc")
+# torch.compile backends of other vendors' XLA devices.
+_OTHER_BACKENDS = ("tt", "neuron", "neuronx")
 _NEURON_ENV = re.compile(r"NEURON_[A-Z0-9_]+")
 _TPU_ENV = re.compile(r"(?:XRT_)?TPU_[A-Z0-9_]+|XRT_TPU_CONFIG")
 
@@ -69,7 +75,7 @@ _CANDIDATE = re.compile(
     r"spawn|launch|run_multiprocess|start_processes|init_process_group|DistributedDataParallel|DDP"
     r"|FullyShardedDataParallel|fully_shard|FSDP|fsdp|ordinal|world_size|DistributedSampler|get_rank"
     r"|process_index|process_count|set_device_type|PJRT_DEVICE|neuron|tt_torch|torchacc|NEURON_|TPU_"
-    r"|spmd|sharding|Sharding|Mesh|MpDeviceLoader|XLA_USE_SPMD"
+    r"|spmd|sharding|Sharding|Mesh|MpDeviceLoader|XLA_USE_SPMD|backend"
 )
 
 
@@ -211,6 +217,10 @@ class _Scan:
                 self._device(node, node.args[0], "set_device_type")
             elif qualname == _LOADER and any(k.arg == "input_sharding" for k in node.keywords):
                 self.note("spmd", node, "loads data with `input_sharding`")
+            elif qualname == "torch.compile":
+                backend = next((_string(k.value) for k in node.keywords if k.arg == "backend"), None)
+                if backend in _OTHER_BACKENDS:
+                    self.note("other", node, f"compiles for backend {backend!r}")
         # PJRT_DEVICE as a call argument: environ.setdefault / putenv / get("PJRT_DEVICE", "CPU").
         if len(node.args) >= 2 and _string(node.args[0]) == "PJRT_DEVICE":
             self._device(node, node.args[1], "PJRT_DEVICE")
@@ -300,8 +310,9 @@ def _script_code(node: ast.stmt, scan: _Scan) -> bool:
     return False
 
 
-def compute(tree: ast.Module | None, text: str, canonical: Canonicaliser) -> Facts:
-    """The facts of one file (UNKNOWN when CPython has no tree of it)."""
+def compute(tree: ast.Module | None, text: str, canonical: Canonicaliser, path: str = "") -> Facts:
+    """The facts of one file (UNKNOWN when CPython has no tree of it); `path` is where it
+    lives, which can show the hardware (a file inside another vendor's package)."""
     if tree is None:
         return UNKNOWN
     scan = _Scan(text, canonical)
@@ -317,7 +328,7 @@ def compute(tree: ast.Module | None, text: str, canonical: Canonicaliser) -> Fac
             scan.walk(node)
     main = next((node for node in tree.body if _is_main(node)), None)
     script = main or next((node for node in tree.body if _script_code(node, scan)), None)
-    return Facts(_processes(scan, main, script), _hardware(scan), _flag(scan, "spmd", "spmd"),
+    return Facts(_processes(scan, main, script), _hardware(scan, path), _flag(scan, "spmd", "spmd"),
                  _flag(scan, "data-parallel", "data-parallel"))
 
 
@@ -342,9 +353,15 @@ def _processes(scan: _Scan, main: ast.stmt | None, script: ast.stmt | None) -> F
     return Fact("processes", "unknown", None, "library code: no `__main__` block and no launch; any number of processes may call it")
 
 
-def _hardware(scan: _Scan) -> Fact:
+def _hardware(scan: _Scan, path: str) -> Fact:
     if "other" in scan.found:
         return _fact("hardware", "other", scan.found["other"])
+    folders = path.replace("\\", "/").split("/")[:-1]
+    vendor = next((f for f in folders if f in _OTHER_HARDWARE_FOLDERS), None)
+    if vendor is None and any(a == "optimum" and b == "neuron" for a, b in zip(folders, folders[1:])):
+        vendor = "optimum/neuron"
+    if vendor is not None:
+        return Fact("hardware", "other", None, f"the file lives in a {vendor} folder, another vendor's torch_xla code")
     if "tpu" in scan.found:
         return _fact("hardware", "tpu", scan.found["tpu"])
     return Fact("hardware", "unknown", None, "no hardware named in the code")

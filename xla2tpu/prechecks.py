@@ -72,6 +72,8 @@ def verdicts(catalogue: Catalogue, selected: frozenset[str], source: str, facts:
                 if fact.evidence is not None:
                     e = fact.evidence
                     found.append(Verdict(rule, e.line, e.col, e.end_col, e.text))
+                else:  # a fact known from where the file lives, not from a line of it
+                    found.append(Verdict(rule, 1, 0, 0, fact.reason))
             continue
         if rule.pattern.search(source) is None:  # cheap test on the raw text first
             continue
