@@ -70,9 +70,10 @@ _CONDITION_KINDS = {
     "value",  # value:V — the string/env value is exactly V
     "unused",  # the import binds nothing used after the fixes
     "guarded",  # the import decides a `try:` / `except ImportError` block (imports.py)
-    "read-back",
+    "read-back",  # an env write whose variable the same file also reads
     "after",  # after:CALLEE({p}, {_}) — an earlier call of the same function (earlier.py)
-    "tensor",  # tensor:SLOT — the expression slot is known to be a tensor (tensors.py)  # an env write whose variable the same file also reads
+    "tensor",  # tensor:SLOT — the expression slot is known to be a tensor (tensors.py)
+    "compared",  # the call is an operand of a comparison (`x.device == xm.xla_device()`)
     "top-level",  # the site is at module level (not inside a def)
     "name",  # name:A|B — the matched name (or env variable) is one of these (`prefix.*` allowed)
     "file-matches",  # file-matches:REGEX — the file's source contains a match of REGEX

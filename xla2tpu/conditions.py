@@ -34,6 +34,7 @@ class Site:
     store: bool = False  # the matched reference is an assignment target
     form: str = ""  # for expression rules: the `match` pattern the site matched
     with_item: bool = False  # the call is a `with` item that binds no name
+    compared: bool = False  # the call is an operand of a comparison
     tensors: frozenset[str] = frozenset()  # expression slots known to be tensors
     read_back: bool = False  # an environment write whose variable the same file reads
     after: frozenset[str] = frozenset()  # the `after:` patterns that hold here (earlier.py)
@@ -139,6 +140,8 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = site.read_back
     elif base == "with-item":
         result = site.with_item
+    elif base == "compared":
+        result = site.compared
     elif base == "fact":
         result = site.facts.get(condition.arg).value in condition.value  # type: ignore[operator]
     elif base == "simple":

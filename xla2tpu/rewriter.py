@@ -438,6 +438,7 @@ class Rewriter(StatementPruner):
             name=qualname,
             with_item=isinstance(self._parent(), cst.WithItem) and self._parent().asname is None,  # type: ignore[union-attr]
             after=self._after(rule, original, binding[0] if binding else None),
+            compared=isinstance(self._parent(), (cst.Comparison, cst.ComparisonTarget)),
         )
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
