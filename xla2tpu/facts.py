@@ -155,6 +155,7 @@ class _Scan:
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self.aliases: dict[str, str] = {}
         self.found: dict[str, tuple[Evidence, str]] = {}  # kind -> first evidence, what it shows
+        self.elsewhere: set[int] = set()  # nodes of the statement walked now that are on a non-XLA branch
         self.uses_xla = False
 
     def evidence(self, node: ast.AST) -> Evidence:
@@ -199,6 +200,8 @@ class _Scan:
     def reference(self, node: ast.expr, qualname: str) -> None:
         if qualname.startswith(_SPMD):
             self.note("spmd", node, f"uses `{qualname.rsplit('.', 1)[-1]}`")
+        if id(node) in self.elsewhere:
+            return  # on the branch the file takes when it is not running torch_xla
         if qualname in _PROCESS_GROUP or qualname in _DATA_PARALLEL:
             self.note("process-group", node, "creates a process group")
         if qualname in _DATA_PARALLEL or qualname.startswith(_XLA_DATA_PARALLEL):
@@ -248,6 +251,7 @@ class _Scan:
             self.note("tpu", node, f"uses {node.value}")
 
     def walk(self, statement: ast.stmt) -> None:
+        self.elsewhere = _non_xla_branches(statement)
         for node in ast.walk(statement):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.bind(node)
@@ -267,6 +271,31 @@ class _Scan:
                 isinstance(t, ast.Subscript) and _string(t.slice) == "PJRT_DEVICE" for t in node.targets
             ):
                 self._device(node, node.value, "PJRT_DEVICE")
+
+
+def _non_xla_branches(statement: ast.stmt) -> set[int]:
+    """The nodes on a branch taken only when the code is not on XLA: the body of
+    `if backend != "xla":` / `if not is_torch_xla_available():`, the `else` of
+    `if backend == "xla":`. A process group created there says nothing of the XLA path
+    (accelerate's and Lightning's multi-backend setup code)."""
+    nodes: set[int] = set()
+    for node in ast.walk(statement):
+        if not isinstance(node, ast.If) or not _names_xla(node.test):
+            continue
+        negative = (isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)) or (
+            isinstance(node.test, ast.Compare) and all(isinstance(op, (ast.NotEq, ast.IsNot, ast.NotIn)) for op in node.test.ops))
+        for branch in (node.body if negative else node.orelse):
+            nodes.update(id(inner) for inner in ast.walk(branch))
+    return nodes
+
+
+def _names_xla(test: ast.expr) -> bool:
+    for node in ast.walk(test):
+        text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else (
+            node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else "")
+        if "xla" in text.lower():
+            return True
+    return False
 
 
 def _without_comment(line: str) -> str:
