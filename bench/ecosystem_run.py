@@ -4,6 +4,7 @@ whole process; every file's facts before and after, and the diffs, kept for revi
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ecosystem_corpus import SOURCE_SUFFIXES, Repo, extract
-from ecosystem_facts import Facts, code_of, facts
+from ecosystem_facts import code_of, facts
 from measure import ContenderFailed, run_once
 
 INTERNAL = "internal error"
@@ -51,11 +52,6 @@ def _diff(name: str, before: bytes, after: bytes) -> str:
     return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{name}", f"b/{name}", n=3))
 
 
-def _facts_dict(f: Facts) -> dict:
-    return {"lines": f.lines, "parses": f.parses, "legacy_import": f.legacy_import, "program": f.program,
-            "tpu_spellings": f.tpu_spellings}
-
-
 def measure(repo: Repo, gitdir: Path, work: Path, xla2tpu: Sequence[str], timeout: float) -> dict:
     """Everything the ecosystem check records of one repository; diffs go to work/diffs."""
     src, fixed, again = (work / stage / repo.slug for stage in ("src", "fixed", "again"))
@@ -87,10 +83,13 @@ def measure(repo: Repo, gitdir: Path, work: Path, xla2tpu: Sequence[str], timeou
     diff_dir = work / "diffs" / repo.slug
     shutil.rmtree(diff_dir, ignore_errors=True)
     files = {}
+    lines = 0
     for name, data in before.items():
         new = after.get(name, data)
-        was, now = facts(name, data), facts(name, new)
         changed = new != data
+        was = facts(name, data)
+        now = facts(name, new) if changed else was
+        lines += was.lines
         if changed:
             target = diff_dir / f"{name}.diff"
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -98,8 +97,8 @@ def measure(repo: Repo, gitdir: Path, work: Path, xla2tpu: Sequence[str], timeou
         if not (changed or was.legacy_import or now.legacy_import or name in findings or name in errors):
             continue  # nothing to say of it; it still counts in the repository's files and lines
         files[name] = {
-            "before": _facts_dict(was),
-            "after": _facts_dict(now),
+            "before": dataclasses.asdict(was),
+            "after": dataclasses.asdict(now),
             "changed": changed,
             "output_sha": hashlib.sha256(new).hexdigest()[:16],
             "idempotent": after_again.get(name, new) == new,
@@ -116,6 +115,6 @@ def measure(repo: Repo, gitdir: Path, work: Path, xla2tpu: Sequence[str], timeou
         "fix": {k: first.get(k) for k in ("crashed", "exit", "wall", "cpu")},
         "fix_again": {k: second.get(k) for k in ("crashed", "exit")},
         "file_count": len(before),
-        "line_count": sum(facts(name, data).lines for name, data in before.items()),
+        "line_count": lines,
         "files": files,
     }

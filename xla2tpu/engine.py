@@ -129,7 +129,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
     outline = Outline(layout, plan)
     resolver = ImportResolver(canonical, outline.pruned)
     module.visit(resolver)
-    ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline, facts)
+    ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline, facts, tree)
     ctx.diagnostics.extend(_verdict_findings(verdicts, suppressions))
     rewriter = Rewriter(ctx, module)
     new_module = module.visit(rewriter)

@@ -291,8 +291,7 @@ def _non_xla_branches(statement: ast.stmt) -> set[int]:
 
 def _names_xla(test: ast.expr) -> bool:
     for node in ast.walk(test):
-        text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else (
-            node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else "")
+        text = _string(node) or (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else "")
         if "xla" in text.lower():
             return True
     return False

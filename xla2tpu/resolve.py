@@ -112,6 +112,9 @@ class Canonicaliser:
         return qualname
 
 
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
 class ImportResolver(cst.CSTVisitor):
     """Collects the scopes of a module and what each import binds in them."""
 
@@ -129,11 +132,17 @@ class ImportResolver(cst.CSTVisitor):
         return self._stack[-1]
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        return id(node) not in self.pruned and super().on_visit(node)
+        if id(node) in self.pruned:
+            return False
+        if isinstance(node, _COMPREHENSIONS):  # a scope of its own: its targets do not leak
+            self._push(node, comprehension=True)
+        return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if id(original_node) not in self.pruned:
             super().on_leave(original_node)
+            if isinstance(original_node, _COMPREHENSIONS):
+                self._stack.pop()
 
     def _push(self, node: cst.CSTNode, is_class: bool = False, comprehension: bool = False) -> None:
         scope = Scope(self.scope, is_class, comprehension)
@@ -151,30 +160,6 @@ class ImportResolver(cst.CSTVisitor):
         self._push(node)
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
-        self._stack.pop()
-
-    def visit_ListComp(self, node: cst.ListComp) -> None:
-        self._push(node, comprehension=True)
-
-    def leave_ListComp(self, original_node: cst.ListComp) -> None:
-        self._stack.pop()
-
-    def visit_SetComp(self, node: cst.SetComp) -> None:
-        self._push(node, comprehension=True)
-
-    def leave_SetComp(self, original_node: cst.SetComp) -> None:
-        self._stack.pop()
-
-    def visit_DictComp(self, node: cst.DictComp) -> None:
-        self._push(node, comprehension=True)
-
-    def leave_DictComp(self, original_node: cst.DictComp) -> None:
-        self._stack.pop()
-
-    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
-        self._push(node, comprehension=True)
-
-    def leave_GeneratorExp(self, original_node: cst.GeneratorExp) -> None:
         self._stack.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:

@@ -8,6 +8,7 @@ Imports are handled after this pass, by `imports.py`, once the remaining uses ar
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
@@ -60,8 +61,10 @@ class FileContext:
         suppressions: Suppressions,
         outline: Outline,
         facts: Facts = UNKNOWN,
+        tree: ast.Module | None = None,
     ) -> None:
         self.source = source
+        self.tree = tree  # CPython's tree of the whole file, when it has one
         self.facts = facts
         self.outline = outline
         self.index = index
@@ -74,7 +77,7 @@ class FileContext:
     @functools.cached_property
     def tensor_names(self) -> frozenset[str]:
         """Names this file binds only to tensors (see tensors.py)."""
-        return tensor_names(self.source)
+        return tensor_names(self.tree)
 
     @functools.cached_property
     def env_reads(self) -> frozenset[str]:
@@ -225,6 +228,18 @@ class Rewriter(StatementPruner):
         resolver = self.ctx.resolver
         return Speller(self.scope, list(self._parents), resolver.scope_of, resolver.canonical)
 
+    def _report(self, rule: Rule, case: Case, original: cst.CSTNode, fixable: bool, speller: Speller | None) -> bool:
+        """Record the finding; a fix whose names cannot be written where it lands (the
+        speller's note says why) is reported as manual. True when the fix is applied."""
+        note = speller.note if fixable and speller is not None else ""
+        return self.ctx.report(rule, case, self._where(original), fixable and not note, self._source(case, original), note)
+
+    def _apply(self, built: tuple[cst.BaseExpression, Speller, set[str]]) -> cst.BaseExpression:
+        """An applied fix's node, its imports recorded."""
+        node, speller, imports = built
+        self._emitted(speller, imports)
+        return node
+
     def _emitted(self, speller: Speller, imports: set[str]) -> None:
         """An applied fix's imports: at module level, or right before its statement."""
         self.ctx.imports_needed |= imports
@@ -371,12 +386,10 @@ class Rewriter(StatementPruner):
             spelling, needed = speller(case.template + _tail(rule, qualname))
             node = cst.parse_expression(spelling).with_changes(lpar=updated.lpar, rpar=updated.rpar)
             built = node, speller, {needed} if needed else set()
-        note = built[1].note if built is not None else ""
-        applied = self.ctx.report(rule, case, self._where(original), case.fixable and not note, self._source(case, original), note)
+        applied = self._report(rule, case, original, case.fixable, built[1] if built is not None else None)
         if not applied or built is None:
             return updated
-        self._emitted(built[1], built[2])
-        return built[0]
+        return self._apply(built)
 
     # ------------------------------------------------------------------ expression patterns
     def _claim_expression(self, node: cst.CSTNode) -> None:
@@ -405,12 +418,10 @@ class Rewriter(StatementPruner):
         fixable = case.fixable and self._can_fix(case, site)
         assert isinstance(updated, cst.BaseExpression)
         built = self._render(case, site, updated) if fixable else None
-        note = built[1].note if built is not None else ""
-        if not self.ctx.report(rule, case, self._where(original), fixable and not note, self._source(case, original), note):
+        if not self._report(rule, case, original, fixable, built[1] if built is not None else None):
             return updated
         assert built is not None
-        self._emitted(built[1], built[2])
-        return built[0]
+        return self._apply(built)
 
     def _after(self, rule: Rule, original: cst.Call, args: dict[str, cst.BaseExpression] | None) -> frozenset[str]:
         patterns_ = {c.arg for case in rule.cases for c in case.when if c.kind.endswith("after")}
@@ -458,7 +469,6 @@ class Rewriter(StatementPruner):
         if rule is None:
             return updated_node
         site = self._call_site(rule, qualname, original_node, updated_node.args)
-        statement = site.statement
         case = self._choose(rule, site)
         if case is None:
             return updated_node
@@ -478,9 +488,8 @@ class Rewriter(StatementPruner):
         built = self._render(case, site, updated_node) if fixable and not structural and case.action != "delete" else None
         if built is not None:
             speller = built[1]
-        note = speller.note if fixable else ""
-        applied = self.ctx.report(rule, case, self._where(original_node), fixable and not note, self._source(case, original_node), note)
-        if (not fixable or note or case.fix is FixClass.MANUAL) and before_args is not None:
+        applied = self._report(rule, case, original_node, fixable, speller)
+        if (not fixable or speller.note or case.fix is FixClass.MANUAL) and before_args is not None:
             return self._keep_arguments(original_node, updated_node, before_args, inner_end)
         if not applied:
             return updated_node
@@ -490,8 +499,7 @@ class Rewriter(StatementPruner):
         if rewrite is not None:
             return self._apply_rewrite(rewrite, updated_node, speller)
         assert built is not None
-        self._emitted(built[1], built[2])
-        return built[0]
+        return self._apply(built)
 
     def _keep_arguments(
         self, original: cst.Call, updated: cst.Call, before_args: tuple[int, set[str]], inner_end: int

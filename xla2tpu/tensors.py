@@ -44,11 +44,10 @@ def known_tensor(node: cst.BaseExpression, resolve: Callable[[cst.BaseExpression
     return False
 
 
-def tensor_names(source: str) -> frozenset[str]:
-    """Names every binding of which in the file is a tensor value (see the module docstring)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+def tensor_names(tree: ast.Module | None) -> frozenset[str]:
+    """Names every binding of which in the file (its CPython tree, which the engine already
+    has; None when CPython rejects the file) is a tensor value (see the module docstring)."""
+    if tree is None:
         return frozenset()
     nodes = list(ast.walk(tree))
     aliases = {"torch"} | {
