@@ -56,11 +56,12 @@ class Cache:
         self._settings: dict[Settings, str] = {}
         self._marked = False
 
-    def key(self, digest: bytes, kind: str, settings: Settings) -> str:
+    def key(self, digest: bytes, kind: str, settings: Settings, location: str = "") -> str:
+        """`location`: what the file's folder says of its facts (facts.location_key)."""
         token = self._settings.get(settings)
         if token is None:
             token = self._settings[settings] = hashlib.sha256(settings_key(settings).encode()).hexdigest()
-        return hashlib.sha256(digest + kind.encode() + token.encode()).hexdigest()
+        return hashlib.sha256(digest + kind.encode() + token.encode() + location.encode()).hexdigest()
 
     def _entry(self, key: str) -> Path:
         return self.directory / key[:2] / key[2:]

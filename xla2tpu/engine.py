@@ -18,13 +18,14 @@ from xla2tpu import catalogue as catalogue_mod
 from xla2tpu import prechecks
 from xla2tpu.decode import DecodeError, Decoded, decode
 from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
+from xla2tpu.facts import OTHER_HARDWARE_MODULES
 from xla2tpu.facts import compute as compute_facts
 from xla2tpu.imports import ImportHygiene, add_imports, has_matching_import
 from xla2tpu.index import build
 from xla2tpu.noqa import Suppressions, skip_file
 from xla2tpu.layout import Layout
 from xla2tpu.outline import Outline, Plan
-from xla2tpu.prefilter import may_hold_idiom
+from xla2tpu.prefilter import holds_token, may_hold_idiom
 from xla2tpu.resolve import Canonicaliser, ImportResolver, UseResolver
 from xla2tpu.rewriter import FileContext, Rewriter, lint_reads
 from xla2tpu.settings import Settings
@@ -118,7 +119,10 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
     selected = settings.selected - prechecks.disabled(catalogue, verdicts)
     suppressions = Suppressions(decoded.text)
     if verdicts and not selected:  # a verdict that switches every rule off: report it and stop
-        result.diagnostics = sorted(_verdict_findings(verdicts, suppressions))
+        # ... unless the file imports neither torch_xla nor a vendor's XLA package: a module
+        # that only reads a vendor runtime's variables has nothing to migrate or report.
+        if _imports_xla(tree):
+            result.diagnostics = sorted(_verdict_findings(verdicts, suppressions))
         return
     index = build(catalogue, selected)
     plan = None if tree is None else Plan(tree, canonical, index)
@@ -160,6 +164,21 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
             except SyntaxError as exc:  # never write a file that no longer parses
                 raise AssertionError(f"the rewrite does not parse: {exc}") from exc
         result.new_source = decoded.encode(code)
+
+
+def _imports_xla(tree: ast.Module | None) -> bool:
+    if tree is None:
+        return True  # cannot tell: say what was found
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        else:
+            continue
+        if any(holds_token(name) or name.startswith(OTHER_HARDWARE_MODULES) for name in names):
+            return True
+    return False
 
 
 def _verdict_findings(verdicts: list[prechecks.Verdict], suppressions: Suppressions) -> list[Diagnostic]:

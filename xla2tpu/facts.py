@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import io
+import os
 import re
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from xla2tpu.ast_blocks import blocks
 
 if TYPE_CHECKING:  # resolve imports libcst, which a fully cached run never loads
     from xla2tpu.resolve import Canonicaliser
@@ -57,9 +61,10 @@ _RANK = (
     "torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler",
     "torch.distributed.get_rank", "torch.distributed.get_world_size",
 )
-_SPMD = ("torch_xla.distributed.spmd", "torch_xla.runtime.use_spmd", "torch_xla.runtime.is_spmd")
+_SPMD = ("torch_xla.distributed.spmd", "torch_xla.runtime.use_spmd", "torch_xla.runtime.is_spmd",
+         "optimum.tpu.fsdp_v2.use_fsdp_v2")  # Optimum TPU's FSDPv2 only turns SPMD on
 _LOADER = "torch_xla.distributed.parallel_loader.MpDeviceLoader"
-_OTHER_HARDWARE_MODULES = ("torch_neuronx", "torch_neuron", "neuronx_distributed", "optimum.neuron",
+OTHER_HARDWARE_MODULES = ("torch_neuronx", "torch_neuron", "neuronx_distributed", "optimum.neuron",
                            "libneuronxla", "tt_torch", "torchacc")
 # Folders that hold another vendor's torch_xla package or samples: a file inside one is
 # that vendor's code even when it names no vendor module itself (relative imports only).
@@ -67,14 +72,15 @@ _OTHER_HARDWARE_FOLDERS = ("torch_neuronx", "torch-neuronx", "torch_neuron", "ne
                            "tt_torch", "vllm_tt", "torchacc")
 # torch.compile backends of other vendors' XLA devices.
 _OTHER_BACKENDS = ("tt", "neuron", "neuronx")
-_NEURON_ENV = re.compile(r"NEURON_[A-Z0-9_]+")
+# Environment variables only another vendor's runtime reads.
+_OTHER_ENV = {"AWS Neuron": re.compile(r"NEURON_[A-Z0-9_]+"), "Tenstorrent": re.compile(r"(?:TTXLA|TT_METAL|TT_MLIR)_[A-Z0-9_]+")}
 _TPU_ENV = re.compile(r"(?:XRT_)?TPU_[A-Z0-9_]+|XRT_TPU_CONFIG")
 
 # Lines that can hold evidence: only the top-level statements spanning one are walked.
 _CANDIDATE = re.compile(
     r"spawn|launch|run_multiprocess|start_processes|init_process_group|DistributedDataParallel|DDP"
     r"|FullyShardedDataParallel|fully_shard|FSDP|fsdp|ordinal|world_size|DistributedSampler|get_rank"
-    r"|process_index|process_count|set_device_type|PJRT_DEVICE|neuron|tt_torch|torchacc|NEURON_|TPU_"
+    r"|process_index|process_count|set_device_type|PJRT_DEVICE|neuron|tt_torch|torchacc|NEURON_|TTXLA_|TT_METAL_|TT_MLIR_|TPU_"
     r"|spmd|sharding|Sharding|Mesh|MpDeviceLoader|XLA_USE_SPMD|backend"
 )
 
@@ -149,7 +155,7 @@ UNKNOWN = Facts(
 class _Scan:
     """The first evidence of each kind in the walked statements."""
 
-    def __init__(self, text: str, canonical: Canonicaliser) -> None:
+    def __init__(self, text: str, canonical: Callable[[str], str]) -> None:
         self.text = text
         self.canonical = canonical
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
@@ -183,7 +189,7 @@ class _Scan:
             bound = alias.asname or (alias.name if module else alias.name.split(".", 1)[0])
             full = qualname if (alias.asname or module) else bound
             self.aliases[bound] = self.canonical(full)
-            if any(qualname == m or qualname.startswith(m + ".") for m in _OTHER_HARDWARE_MODULES):
+            if any(qualname == m or qualname.startswith(m + ".") for m in OTHER_HARDWARE_MODULES):
                 self.note("other", node, f"imports `{qualname}`")
             if qualname == "torch_xla.distributed.spmd" or self.canonical(qualname).startswith("torch_xla.distributed.spmd"):
                 self.note("spmd", node, "imports torch_xla's SPMD API")
@@ -243,8 +249,9 @@ class _Scan:
     def constant(self, node: ast.Constant) -> None:
         if not isinstance(node.value, str):
             return
-        if _NEURON_ENV.fullmatch(node.value):
-            self.note("other", node, f"sets or reads {node.value} (AWS Neuron)")
+        vendor = next((v for v, pattern in _OTHER_ENV.items() if pattern.fullmatch(node.value)), None)
+        if vendor is not None:
+            self.note("other", node, f"sets or reads {node.value} ({vendor})")
         elif node.value == "XLA_USE_SPMD":
             self.note("spmd", node, "reads or sets XLA_USE_SPMD")
         elif _TPU_ENV.fullmatch(node.value):
@@ -275,26 +282,55 @@ class _Scan:
 
 def _non_xla_branches(statement: ast.stmt) -> set[int]:
     """The nodes on a branch taken only when the code is not on XLA: the body of
-    `if backend != "xla":` / `if not is_torch_xla_available():`, the `else` of
-    `if backend == "xla":`. A process group created there says nothing of the XLA path
-    (accelerate's and Lightning's multi-backend setup code)."""
-    nodes: set[int] = set()
+    `if backend != "xla":` / `if not is_torch_xla_available():` / `if kind == MULTI_CPU:`, the
+    `else` of `if backend == "xla":`, and what follows `if is_xla(): ...; return` in its block.
+    A process group created there says nothing of the XLA path (accelerate's, Lightning's and
+    ignite's multi-backend setup code, the GPU half of a TPU-or-GPU script)."""
+    off_xla: list[ast.stmt] = []
     for node in ast.walk(statement):
-        if not isinstance(node, ast.If) or not _names_xla(node.test):
-            continue
-        negative = (isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)) or (
-            isinstance(node.test, ast.Compare) and all(isinstance(op, (ast.NotEq, ast.IsNot, ast.NotIn)) for op in node.test.ops))
-        for branch in (node.body if negative else node.orelse):
-            nodes.update(id(inner) for inner in ast.walk(branch))
-    return nodes
+        for block in (getattr(node, "body", None), getattr(node, "orelse", None)):
+            if not isinstance(block, list):
+                continue
+            for index, inner in enumerate(block):
+                if isinstance(inner, ast.If) and _xla_side(inner) == "body" and _leaves(inner.body) and not inner.orelse:
+                    off_xla.extend(block[index + 1:])
+                    break
+        if isinstance(node, ast.If) and (side := _xla_side(node)) is not None:
+            off_xla.extend(node.orelse if side == "body" else node.body)
+    return {id(inner) for branch in off_xla for inner in ast.walk(branch)}
 
 
-def _names_xla(test: ast.expr) -> bool:
-    for node in ast.walk(test):
-        text = _string(node) or (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else "")
-        if "xla" in text.lower():
-            return True
-    return False
+def _leaves(body: list[ast.stmt]) -> bool:
+    return isinstance(body[-1], (ast.Return, ast.Raise))
+
+
+# Spellings of a backend or distributed type that is not XLA: a branch testing for one of
+# them runs off XLA.
+_OTHER_BACKEND = re.compile(r"(?:MULTI_)?(?:GPU|CPU|NPU|XPU|MLU|HPU|SDAA|MUSA)|CUDA|NCCL|GLOO|MPI|MPS|DEEPSPEED|MEGATRON_LM|HOROVOD", re.I)
+
+
+def _xla_side(test_holder: ast.If) -> str | None:
+    """Which branch of an `if` the XLA path takes, "body" or "orelse", when its test says:
+    the test names XLA (`backend == "xla"`, `not is_torch_xla_available()`), or compares
+    with another backend only (`kind == MULTI_CPU`, `x and bnd in (NCCL, GLOO)`)."""
+    test = test_holder.test
+    negative = (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)) or (
+        isinstance(test, ast.Compare) and all(isinstance(op, (ast.NotEq, ast.IsNot, ast.NotIn)) for op in test.ops))
+    if any("xla" in word.lower() for word in _words(test)):
+        return "orelse" if negative else "body"
+    conjuncts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    for conjunct in conjuncts:
+        inner = conjunct.operand if isinstance(conjunct, ast.UnaryOp) and isinstance(conjunct.op, ast.Not) else conjunct
+        if isinstance(inner, ast.Compare) and any(_OTHER_BACKEND.fullmatch(word) for word in _words(inner)):
+            return "body" if negative else "orelse"
+    return None
+
+
+def _words(test: ast.expr) -> list[str]:
+    return [
+        _string(node) or (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else "")
+        for node in ast.walk(test)
+    ]
 
 
 def _without_comment(line: str) -> str:
@@ -340,13 +376,21 @@ def _script_code(node: ast.stmt, scan: _Scan) -> bool:
 
 def compute(tree: ast.Module | None, text: str, canonical: Canonicaliser, path: str = "") -> Facts:
     """The facts of one file (UNKNOWN when CPython has no tree of it); `path` is where it
-    lives, which can show the hardware (a file inside another vendor's package)."""
+    lives, which can show the hardware (a file inside another vendor's package, or beside
+    modules that run torch_xla on other hardware)."""
     if tree is None:
         return UNKNOWN
+    scan = _scan(tree, text, canonical)
+    main = next((node for node in tree.body if _is_main(node)), None)
+    script = main or next((node for node in tree.body if _script_code(node, scan)), None)
+    return Facts(_processes(scan, main, script), _hardware(scan, path), _flag(scan, "spmd", "spmd"),
+                 _flag(scan, "data-parallel", "data-parallel"))
+
+
+def _scan(tree: ast.Module, text: str, canonical: Callable[[str], str]) -> _Scan:
     scan = _Scan(text, canonical)
-    for node in tree.body:  # module-level imports first: later statements resolve through them
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            scan.bind(node)
+    for found in _module_imports(tree.body):  # first: later statements resolve through them
+        scan.bind(found)
     lines = sorted({bisect.bisect_right(scan.starts, m.start()) for m in _CANDIDATE.finditer(text)})
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -354,10 +398,18 @@ def compute(tree: ast.Module | None, text: str, canonical: Canonicaliser, path: 
         first = bisect.bisect_left(lines, node.lineno)
         if first < len(lines) and lines[first] <= (node.end_lineno or node.lineno):
             scan.walk(node)
-    main = next((node for node in tree.body if _is_main(node)), None)
-    script = main or next((node for node in tree.body if _script_code(node, scan)), None)
-    return Facts(_processes(scan, main, script), _hardware(scan, path), _flag(scan, "spmd", "spmd"),
-                 _flag(scan, "data-parallel", "data-parallel"))
+    return scan
+
+
+def _module_imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports a module runs at load time, also under `try:` / `if:` (`try: import
+    torch_xla... as xmp / except ImportError: xmp = None`), not those inside a def."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, (ast.If, ast.Try, ast.With)) or type(node).__name__ == "TryStar":
+            for block in blocks(node):
+                yield from _module_imports(block)  # type: ignore[arg-type]
 
 
 def _fact(name: str, value: str, found: tuple[Evidence, str]) -> Fact:
@@ -384,15 +436,105 @@ def _processes(scan: _Scan, main: ast.stmt | None, script: ast.stmt | None) -> F
 def _hardware(scan: _Scan, path: str) -> Fact:
     if "other" in scan.found:
         return _fact("hardware", "other", scan.found["other"])
+    vendor = _vendor_folder(path)
+    if vendor is not None:
+        return vendor
+    if "tpu" in scan.found:
+        return _fact("hardware", "tpu", scan.found["tpu"])
+    return _neighbours(path) or Fact("hardware", "unknown", None, "no hardware named in the code")
+
+
+def _vendor_folder(path: str) -> Fact | None:
     folders = path.replace("\\", "/").split("/")[:-1]
     vendor = next((f for f in folders if f in _OTHER_HARDWARE_FOLDERS), None)
     if vendor is None and any(a == "optimum" and b == "neuron" for a, b in zip(folders, folders[1:])):
         vendor = "optimum/neuron"
-    if vendor is not None:
-        return Fact("hardware", "other", None, f"the file lives in a {vendor} folder, another vendor's torch_xla code")
-    if "tpu" in scan.found:
-        return _fact("hardware", "tpu", scan.found["tpu"])
-    return Fact("hardware", "unknown", None, "no hardware named in the code")
+    if vendor is None:
+        return None
+    return Fact("hardware", "other", None, f"the file lives in a {vendor} folder, another vendor's torch_xla code")
+
+
+def location_key(path: str) -> str:
+    """What the file's location says of its facts, for the results cache: the same bytes in
+    another folder, or beside other modules, can have other facts."""
+    fact = _vendor_folder(path) or _neighbours(path)
+    return fact.reason if fact is not None else ""
+
+
+# Bytes without which a module cannot show its hardware: most of a folder is never parsed.
+_HARDWARE_MARKERS = re.compile(rb"set_device_type|PJRT_DEVICE|neuron|tt_torch|torchacc|TTXLA_|TT_METAL_|TT_MLIR_|TPU_|backend")
+_LARGEST_NEIGHBOUR = 1 << 20
+
+
+def _neighbours(path: str) -> Fact | None:
+    """Other hardware shown by the modules of the file's folder that import it, when none of
+    them shows TPU: a helper of another vendor's samples names no vendor itself, the
+    scripts that import it do."""
+    if not path:
+        return None
+    directory, name = os.path.split(path)
+    module = name.rsplit(".", 1)[0]
+    importers = [(other, fact) for other, fact, imported in _folder_hardware(directory or ".")
+                 if other != name and module in imported]
+    if not importers or any(fact.value == "tpu" for _, fact in importers):
+        return None
+    other, fact = importers[0]
+    where = f", line {fact.evidence.line} `{fact.evidence.text}`" if fact.evidence else ""
+    return Fact("hardware", "other", None, f"{other}, which imports it, runs torch_xla on other hardware ({fact.reason}{where})")
+
+
+def _folder_hardware(directory: str) -> tuple[tuple[str, Fact, frozenset[str]], ...]:
+    """(module file, hardware fact, names it imports) for each module of `directory` that
+    names its hardware."""
+    try:
+        listing = tuple(sorted(
+            (e.name, e.path, e.stat().st_size, e.stat().st_mtime_ns)
+            for e in os.scandir(directory) if e.name.endswith(".py") and e.is_file()
+        ))
+    except OSError:
+        return ()
+    return _read_folder(listing)
+
+
+@functools.lru_cache(maxsize=512)
+def _read_folder(listing: tuple[tuple[str, str, int, int], ...]) -> tuple[tuple[str, Fact, frozenset[str]], ...]:
+    """Keyed by the folder's listing (names, sizes, times), so an edit is seen. Read without
+    the catalogue's module renames: the hardware evidence does not use them."""
+    shown = []
+    for name, full, size, _ in listing:
+        if size > _LARGEST_NEIGHBOUR:
+            continue
+        try:
+            with open(full, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        if _HARDWARE_MARKERS.search(data) is None:
+            continue
+        try:
+            text = data.decode("utf-8")
+            tree = ast.parse(text)
+        except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+            continue
+        fact = _hardware(_scan(tree, text, str), "")  # its own evidence only
+        if fact.value != "unknown":
+            shown.append((name, fact, _sibling_imports(tree)))
+    return tuple(shown)
+
+
+def _sibling_imports(tree: ast.Module) -> frozenset[str]:
+    """The names of modules beside it that a module may import: `import utils`, `from utils
+    import f`, `from . import utils`, `from .utils import f`."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".", 1)[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level <= 1:
+            if node.module:
+                names.add(node.module.split(".", 1)[0])
+            elif node.level == 1:
+                names.update(alias.name for alias in node.names)
+    return frozenset(names)
 
 
 def _flag(scan: _Scan, name: str, kind: str) -> Fact:

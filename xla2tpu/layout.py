@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from xla2tpu.ast_blocks import blocks
+
 _NEWLINE = re.compile(r"\r\n?|\n")
 _EMPTY_LINE = re.compile(r"[ \t\f]*(?:#[^\r\n]*)?(?:\r\n?|\n)?")
 _GAP = "__xla2tpu_gap_"
@@ -300,15 +302,6 @@ def _first_indent(source: str, bounds: list[int], groups: list[Group]) -> str:
             if found is not None:
                 return found
     return "    "
-
-
-def blocks(node: ast.AST) -> list[list[ast.AST]]:
-    """The blocks of a compound statement (or of a `case`), in source order: its body, its
-    `case`s, its handlers' bodies, its `else` and `finally` (`elif` is an `if` in `else`)."""
-    found: list[list[ast.AST]] = [getattr(node, f) for f in ("body", "cases") if isinstance(getattr(node, f, None), list)]
-    found += [handler.body for handler in getattr(node, "handlers", ())]
-    found += [getattr(node, f) for f in ("orelse", "finalbody") if getattr(node, f, None)]
-    return found
 
 
 def _block_indent(source: str, bounds: list[int], node: ast.AST) -> str | None:

@@ -43,7 +43,8 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from xla2tpu.index import RuleIndex
-from xla2tpu.layout import Group, Layout, assigned_names, blocks, groups_of, lines_code
+from xla2tpu.ast_blocks import blocks
+from xla2tpu.layout import Group, Layout, assigned_names, groups_of, lines_code
 from xla2tpu.prefilter import holds_token
 from xla2tpu.resolve import Canonicaliser
 

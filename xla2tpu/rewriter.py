@@ -30,7 +30,7 @@ from xla2tpu.noqa import Suppressions
 from xla2tpu.outline import Outline
 from xla2tpu.settings import Settings
 from xla2tpu.tensors import known_tensor, tensor_names
-from xla2tpu.resolve import ImportResolver, Scope, resolve
+from xla2tpu.resolve import ImportResolver, Scope, dotted_name, resolve
 from xla2tpu.statements import pass_statement, prune, prune_small
 from xla2tpu.transforms import REGISTRY as TRANSFORMS
 from xla2tpu.transforms import CallSite, Rewrite
@@ -118,6 +118,8 @@ class StatementPruner(cst.CSTTransformer):
         super().__init__()
         # id -> node: holding the node keeps its id from being reused by a new node.
         self.doomed: dict[int, cst.CSTNode] = {}
+        # Blocks whose every statement was removed (now a bare `pass`, no comment kept).
+        self._emptied: dict[int, cst.CSTNode] = {}
 
     def doom(self, node: cst.CSTNode) -> None:
         self.doomed[id(node)] = node
@@ -138,7 +140,12 @@ class StatementPruner(cst.CSTTransformer):
     ) -> cst.SimpleStatementSuite:
         if not any(id(s) in self.doomed for s in updated_node.body):
             return updated_node
-        return updated_node.with_changes(body=prune_small(updated_node.body, self.doomed) or [cst.Pass()])
+        body = prune_small(updated_node.body, self.doomed)
+        if body:
+            return updated_node.with_changes(body=body)
+        emptied = updated_node.with_changes(body=[cst.Pass()])
+        self._emptied[id(emptied)] = emptied
+        return emptied
 
     def leave_IndentedBlock(
         self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
@@ -147,8 +154,24 @@ class StatementPruner(cst.CSTTransformer):
             return updated_node
         body, left = prune(updated_node.body, self.doomed)
         if not body:
-            return updated_node.with_changes(body=[pass_statement(left)])
+            emptied = updated_node.with_changes(body=[pass_statement(left)])
+            if not left:
+                self._emptied[id(emptied)] = emptied
+            return emptied
         return updated_node.with_changes(body=body, footer=[*left, *updated_node.footer])
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        """An `if` whose statements were all removed goes too, when its test cannot do
+        anything (`if XLA_AVAILABLE:`, `if is_torch_xla_available():`); an emptied `else`
+        goes. Leaving `if cond: pass` is not what a person migrating the file would write."""
+        orelse = updated_node.orelse
+        if isinstance(orelse, cst.Else) and id(orelse.body) in self._emptied:
+            updated_node = updated_node.with_changes(orelse=None)
+        elif isinstance(orelse, cst.If) and id(orelse) in self.doomed:  # an emptied last `elif`
+            updated_node = updated_node.with_changes(orelse=None)
+        if id(updated_node.body) in self._emptied and updated_node.orelse is None and _inert(updated_node.test):
+            self.doom(updated_node)
+        return updated_node
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if not any(id(s) in self.doomed for s in updated_node.body):
@@ -157,6 +180,25 @@ class StatementPruner(cst.CSTTransformer):
         # imports that add_imports may put back above it.
         body, left = prune(updated_node.body, self.doomed, opens_block=False)
         return updated_node.with_changes(body=body, footer=[*left, *updated_node.footer])
+
+
+def _inert(test: cst.BaseExpression) -> bool:
+    """Whether evaluating `test` can do nothing but read: names, attributes, literals,
+    comparisons and boolean logic of those, and calls of availability probes (`is_*`,
+    `has_*`, `*_available`) with such arguments."""
+    if isinstance(test, (cst.Name, cst.Attribute, cst.BaseNumber, cst.SimpleString)):
+        return dotted_name(test) is not None or not isinstance(test, cst.Attribute)
+    if isinstance(test, cst.UnaryOperation):
+        return _inert(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _inert(test.left) and _inert(test.right)
+    if isinstance(test, cst.Comparison):
+        return _inert(test.left) and all(_inert(target.comparator) for target in test.comparisons)
+    if isinstance(test, cst.Call):
+        name = (dotted_name(test.func) or "").rsplit(".", 1)[-1]
+        probe = name.startswith(("is_", "has_")) or name.endswith("_available")
+        return probe and all(not arg.star and _inert(arg.value) for arg in test.args)
+    return False
 
 
 def lint_reads(rule: Rule, target: str, text: str) -> bool:
@@ -269,9 +311,21 @@ class Rewriter(StatementPruner):
             target=self.ctx.settings.target,
             source=self.ctx.source,
             top_level=len(self._scopes) == 1,
+            class_bases=self._class_bases(),
             facts=self.ctx.facts,
             **fields,  # type: ignore[arg-type]
         )
+
+    def _class_bases(self) -> frozenset[str]:
+        """The last names of the bases of the class whose method holds the site."""
+        parents = self._parents
+        for i in range(len(parents) - 1, 1, -1):
+            if isinstance(parents[i], cst.FunctionDef):
+                holder = parents[i - 2]
+                if isinstance(holder, cst.ClassDef):
+                    return frozenset((dotted_name(base.value) or "").rsplit(".", 1)[-1] for base in holder.bases)
+                break
+        return frozenset()
 
     def _source(self, case: Case, node: cst.CSTNode) -> str:
         return _short(self.module.code_for_node(node)) if "{source}" in case.message else ""

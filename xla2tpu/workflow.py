@@ -12,6 +12,7 @@ from xla2tpu.cache import Cache
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.config import Config
 from xla2tpu.diagnostics import FileResult, FixClass
+from xla2tpu.facts import location_key
 from xla2tpu.files import SOURCE_SUFFIXES, Excluder, FileProblem, Found, discover, read, write_atomic
 from xla2tpu.prefilter import may_hold_idiom
 from xla2tpu.settings import Settings
@@ -119,15 +120,17 @@ def run(
             selected = config.selected_for(catalogue, item.path, settings.selected)
             file_settings = settings if selected is settings.selected else Settings(selected, settings.apply, settings.target)
             is_notebook = name.endswith(notebook.SUFFIX)
+            idioms = is_notebook or may_hold_idiom(data)
             if cache is not None:
-                keys[name] = cache.key(digests[name], notebook.SUFFIX if is_notebook else ".py", file_settings)
+                location = location_key(name) if idioms else ""
+                keys[name] = cache.key(digests[name], notebook.SUFFIX if is_notebook else ".py", file_settings, location)
                 hit = cache.get(keys[name], name)
                 if hit is not None:
                     add(hit)
                     continue
             if is_notebook:
                 notebooks.append((name, data, file_settings))
-            elif may_hold_idiom(data):
+            elif idioms:
                 yield name, data, file_settings
             else:  # nothing to parse, and its bytes are not kept
                 finished(FileResult.counted(name, data))

@@ -1,0 +1,58 @@
+"""Facts a file's location shows: the modules of its folder that import it, and the results
+cache keyed by them (the same bytes imported by another vendor's scripts are that vendor's
+code)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xla2tpu import catalogue as catalogue_mod
+from xla2tpu.cache import Cache
+from xla2tpu.config import Config
+from xla2tpu.workflow import run, settings_for
+
+HELPER = "import torch_xla\n\n\ndef to_device(model):\n    return model.to(torch_xla.device())\n"
+TT_SCRIPT = 'import torch_xla.runtime as xr\nfrom utils import to_device\n\nxr.set_device_type("TT")\n'
+TPU_SCRIPT = 'import os\n\nimport utils\n\nos.environ["PJRT_DEVICE"] = "TPU"\n'
+
+
+def _codes(root: Path, cache: Cache | None = None) -> dict[str, list[str]]:
+    config = Config(root=root)
+    catalogue = catalogue_mod.load()
+    outcome = run([root], config, catalogue, settings_for(config, catalogue, False), jobs=1, cache=cache)
+    return {Path(r.path).relative_to(root).as_posix(): [d.code for d in r.diagnostics] for r in outcome.results}
+
+
+def test_a_helper_beside_another_vendors_script_is_not_rewritten(tmp_path: Path) -> None:
+    (tmp_path / "utils.py").write_text(HELPER)
+    (tmp_path / "test_tt.py").write_text(TT_SCRIPT)
+    found = _codes(tmp_path)
+    assert found["utils.py"] == ["XLA100"]
+
+
+def test_a_script_that_does_not_import_it_says_nothing(tmp_path: Path) -> None:
+    (tmp_path / "utils.py").write_text(HELPER)
+    (tmp_path / "test_tt.py").write_text(TT_SCRIPT.replace("from utils import to_device\n", ""))
+    assert "XLA101" in _codes(tmp_path)["utils.py"]
+
+
+def test_an_importer_that_shows_tpu_says_nothing(tmp_path: Path) -> None:
+    (tmp_path / "utils.py").write_text(HELPER)
+    (tmp_path / "test_tt.py").write_text(TT_SCRIPT)
+    (tmp_path / "test_tpu.py").write_text(TPU_SCRIPT)
+    assert "XLA101" in _codes(tmp_path)["utils.py"]
+
+
+def test_the_cache_sees_the_folder(tmp_path: Path) -> None:
+    plain, vendor = tmp_path / "plain", tmp_path / "vendor"
+    plain.mkdir()
+    vendor.mkdir()
+    (plain / "utils.py").write_text(HELPER)
+    (vendor / "utils.py").write_text(HELPER)
+    cache = Cache(tmp_path / "cache")
+    assert "XLA101" in _codes(plain, cache)["utils.py"]
+    (vendor / "test_tt.py").write_text(TT_SCRIPT)
+    assert _codes(vendor, Cache(tmp_path / "cache"))["utils.py"] == ["XLA100"]
+    # a neighbour edited afterwards is seen by the next (warm) run
+    (vendor / "test_tt.py").write_text(TPU_SCRIPT)
+    assert "XLA101" in _codes(vendor, Cache(tmp_path / "cache"))["utils.py"]
