@@ -462,7 +462,13 @@ def location_key(path: str) -> str:
 
 
 # Bytes without which a module cannot show its hardware: most of a folder is never parsed.
-_HARDWARE_MARKERS = re.compile(rb"set_device_type|PJRT_DEVICE|neuron|tt_torch|torchacc|TTXLA_|TT_METAL_|TT_MLIR_|TPU_|backend")
+_HARDWARE_MARKERS = re.compile(
+    rb"set_device_type|PJRT_DEVICE|neuron|tt_torch|torchacc|TTXLA_|TT_METAL_|TT_MLIR_|TPU_"
+    rb"|backend\s*=\s*[\"'](?:tt|neuron|neuronx)[\"']"
+)
+# The modules beside it a module may import: `import utils`, `from utils import f`,
+# `from .utils import f`, `from . import utils, other`.
+_SIBLING_IMPORT = re.compile(rb"^[ \t]*(?:import[ \t]+(\w+)|from[ \t]+\.?(\w+)[ \t]+import|from[ \t]+\.[ \t]+import[ \t]+([\w, \t]+))", re.M)
 _LARGEST_NEIGHBOUR = 1 << 20
 
 
@@ -474,8 +480,20 @@ def _neighbours(path: str) -> Fact | None:
         return None
     directory, name = os.path.split(path)
     module = name.rsplit(".", 1)[0]
-    importers = [(other, fact) for other, fact, imported in _folder_hardware(directory or ".")
-                 if other != name and module in imported]
+    try:
+        listing = sorted(
+            (e.name, e.path, e.stat().st_size, e.stat().st_mtime_ns)
+            for e in os.scandir(directory or ".") if e.name.endswith(".py") and e.is_file() and e.name != name
+        )
+    except OSError:
+        return None
+    importers = []
+    for other, full, size, mtime in listing:
+        imported, marked = _sibling(full, size, mtime)
+        if marked and module in imported:
+            fact = _sibling_hardware(full, size, mtime)
+            if fact.value != "unknown":
+                importers.append((other, fact))
     if not importers or any(fact.value == "tpu" for _, fact in importers):
         return None
     other, fact = importers[0]
@@ -483,63 +501,44 @@ def _neighbours(path: str) -> Fact | None:
     return Fact("hardware", "other", None, f"{other}, which imports it, runs torch_xla on other hardware ({fact.reason}{where})")
 
 
-def _folder_hardware(directory: str) -> tuple[tuple[str, Fact, frozenset[str]], ...]:
-    """(module file, hardware fact, names it imports) for each module of `directory` that
-    names its hardware."""
-    try:
-        listing = tuple(sorted(
-            (e.name, e.path, e.stat().st_size, e.stat().st_mtime_ns)
-            for e in os.scandir(directory) if e.name.endswith(".py") and e.is_file()
-        ))
-    except OSError:
-        return ()
-    return _read_folder(listing)
-
-
 def forget_folders() -> None:
-    """Drop the folders read so far (a benchmark's cold runs)."""
-    _read_folder.cache_clear()
+    """Drop the modules read so far (a benchmark's cold runs)."""
+    _sibling.cache_clear()
+    _sibling_hardware.cache_clear()
+
+
+@functools.lru_cache(maxsize=4096)
+def _sibling(full: str, size: int, mtime: int) -> tuple[frozenset[str], bool]:
+    """What a module beside the file imports by name, and whether it can show hardware at
+    all; keyed by size and time, so an edit is seen."""
+    if size > _LARGEST_NEIGHBOUR:
+        return frozenset(), False
+    try:
+        with open(full, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return frozenset(), False
+    if _HARDWARE_MARKERS.search(data) is None:
+        return frozenset(), False
+    names: set[str] = set()
+    for match in _SIBLING_IMPORT.finditer(data):
+        plain, source, relative = match.groups()
+        names.update(n.strip().decode("ascii", "replace") for n in (relative or plain or source).split(b",") if n.strip())
+    return frozenset(names), True
 
 
 @functools.lru_cache(maxsize=512)
-def _read_folder(listing: tuple[tuple[str, str, int, int], ...]) -> tuple[tuple[str, Fact, frozenset[str]], ...]:
-    """Keyed by the folder's listing (names, sizes, times), so an edit is seen. Read without
-    the catalogue's module renames: the hardware evidence does not use them."""
-    shown = []
-    for name, full, size, _ in listing:
-        if size > _LARGEST_NEIGHBOUR:
-            continue
-        try:
-            with open(full, "rb") as handle:
-                data = handle.read()
-        except OSError:
-            continue
-        if _HARDWARE_MARKERS.search(data) is None:
-            continue
-        try:
-            text = data.decode("utf-8")
-            tree = ast.parse(text)
-        except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-            continue
-        fact = _hardware(_scan(tree, text, str), "")  # its own evidence only
-        if fact.value != "unknown":
-            shown.append((name, fact, _sibling_imports(tree)))
-    return tuple(shown)
-
-
-def _sibling_imports(tree: ast.Module) -> frozenset[str]:
-    """The names of modules beside it that a module may import: `import utils`, `from utils
-    import f`, `from . import utils`, `from .utils import f`."""
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".", 1)[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level <= 1:
-            if node.module:
-                names.add(node.module.split(".", 1)[0])
-            elif node.level == 1:
-                names.update(alias.name for alias in node.names)
-    return frozenset(names)
+def _sibling_hardware(full: str, size: int, mtime: int) -> Fact:
+    """A module's hardware from its own evidence only (no folder, no neighbours), read
+    without the catalogue's module renames: the hardware evidence does not use them."""
+    unknown = Fact("hardware", "unknown")
+    try:
+        with open(full, "rb") as handle:
+            text = handle.read().decode("utf-8")
+        tree = ast.parse(text)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return unknown
+    return _hardware(_scan(tree, text, str), "")
 
 
 def _flag(scan: _Scan, name: str, kind: str) -> Fact:
