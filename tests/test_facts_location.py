@@ -56,3 +56,36 @@ def test_the_cache_sees_the_folder(tmp_path: Path) -> None:
     # a neighbour edited afterwards is seen by the next (warm) run
     (vendor / "test_tt.py").write_text(TPU_SCRIPT)
     assert "XLA101" in _codes(vendor, Cache(tmp_path / "cache"))["utils.py"]
+
+
+PROBE = "from transformers import is_torch_xla_available\n\nif is_torch_xla_available():\n    print('tpu')\n"
+
+
+def _fixes(root: Path) -> dict[str, list[tuple[str, bool]]]:
+    config = Config(root=root)
+    catalogue = catalogue_mod.load()
+    outcome = run([root], config, catalogue, settings_for(config, catalogue, True), jobs=1, cache=None)
+    return {Path(r.path).relative_to(root).as_posix(): [(d.code, d.fixed) for d in r.diagnostics] for r in outcome.results}
+
+
+def test_a_project_held_to_transformers_4_keeps_the_probe_manual(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (tmp_path / "requirements.txt").write_text("torch\ntransformers==4.40.2  # the last with torch_xla\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "train.py").write_text(PROBE)
+    assert ("XLA005", False) in _fixes(tmp_path)["pkg/train.py"]
+
+
+def test_a_checkout_of_transformers_4_is_held_to_it(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "src" / "transformers").mkdir(parents=True)
+    (tmp_path / "src" / "transformers" / "__init__.py").write_text('__version__ = "4.40.0.dev0"\n')
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "run.py").write_text(PROBE)
+    assert ("XLA005", False) in _fixes(tmp_path)["examples/run.py"]
+
+
+def test_a_project_on_transformers_5_gets_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\ndependencies = ["transformers>=5.22"]\n')
+    (tmp_path / "train.py").write_text(PROBE)
+    assert ("XLA005", True) in _fixes(tmp_path)["train.py"]

@@ -30,7 +30,7 @@ from xla2tpu.notebook import CellDiagnostic
 
 
 DEFAULT_DIR = ".xla2tpu_cache"
-_FORMAT = "2"  # bump when the entry layout changes
+_FORMAT = "3"  # bump when the entry layout changes
 
 
 @functools.cache

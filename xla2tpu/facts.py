@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xla2tpu.ast_blocks import blocks
+from xla2tpu.pins import transformers_pin
 
 if TYPE_CHECKING:  # resolve imports libcst, which a fully cached run never loads
     from xla2tpu.resolve import Canonicaliser
@@ -42,6 +43,9 @@ VALUES: dict[str, tuple[str, ...]] = {
     "spmd": ("yes", "no"),
     # The model is wrapped in DDP / FSDP (torch's or torch_xla's), which reduces the gradients.
     "data-parallel": ("yes", "no"),
+    # The Transformers release the project holds the file to (pins.py): old is 4.x, where
+    # `is_torch_tpu_available` meant torch_xla or was gone; new has TorchTPU support.
+    "transformers": ("old", "new", "unknown"),
 }
 
 _XLA_LAUNCH = ("torch_xla.distributed.xla_multiprocessing.spawn", "torch_xla.launch", "torch_xla.torch_xla.launch")
@@ -81,7 +85,7 @@ _CANDIDATE = re.compile(
     r"spawn|launch|run_multiprocess|start_processes|init_process_group|DistributedDataParallel|DDP"
     r"|FullyShardedDataParallel|fully_shard|FSDP|fsdp|ordinal|world_size|DistributedSampler|get_rank"
     r"|process_index|process_count|set_device_type|PJRT_DEVICE|neuron|tt_torch|torchacc|NEURON_|TTXLA_|TT_METAL_|TT_MLIR_|TPU_"
-    r"|spmd|sharding|Sharding|Mesh|MpDeviceLoader|XLA_USE_SPMD|backend"
+    r"|spmd|sharding|Sharding|Mesh|MpDeviceLoader|XLA_USE_SPMD|backend|nprocs"
 )
 
 
@@ -120,12 +124,13 @@ class Facts:
     hardware: Fact
     spmd: Fact
     data_parallel: Fact
+    transformers: Fact
 
     def get(self, name: str) -> Fact:
         return getattr(self, name.replace("-", "_"))
 
     def __iter__(self) -> Iterator[Fact]:
-        return iter((self.processes, self.hardware, self.spmd, self.data_parallel))
+        return iter((self.processes, self.hardware, self.spmd, self.data_parallel, self.transformers))
 
     def as_json(self) -> dict[str, dict[str, object]]:
         return {fact.name: fact.as_json() for fact in self}
@@ -149,6 +154,7 @@ UNKNOWN = Facts(
     Fact("hardware", "unknown", reason="not analysed"),
     Fact("spmd", "no", reason="not analysed"),
     Fact("data-parallel", "no", reason="not analysed"),
+    Fact("transformers", "unknown", reason="not analysed"),
 )
 
 
@@ -162,6 +168,7 @@ class _Scan:
         self.aliases: dict[str, str] = {}
         self.found: dict[str, tuple[Evidence, str]] = {}  # kind -> first evidence, what it shows
         self.elsewhere: set[int] = set()  # nodes of the statement walked now that are on a non-XLA branch
+        self.types: set[int] = set()  # names of classes listed or tested for, not used (`isinstance(m, (DDP, DP))`)
         self.uses_xla = False
 
     def evidence(self, node: ast.AST) -> Evidence:
@@ -206,8 +213,8 @@ class _Scan:
     def reference(self, node: ast.expr, qualname: str) -> None:
         if qualname.startswith(_SPMD):
             self.note("spmd", node, f"uses `{qualname.rsplit('.', 1)[-1]}`")
-        if id(node) in self.elsewhere:
-            return  # on the branch the file takes when it is not running torch_xla
+        if id(node) in self.elsewhere or id(node) in self.types:
+            return  # on the branch the file takes off torch_xla, or a class tested for (isinstance)
         if qualname in _PROCESS_GROUP or qualname in _DATA_PARALLEL:
             self.note("process-group", node, "creates a process group")
         if qualname in _DATA_PARALLEL or qualname.startswith(_XLA_DATA_PARALLEL):
@@ -230,6 +237,10 @@ class _Scan:
                 backend = next((_string(k.value) for k in node.keywords if k.arg == "backend"), None)
                 if backend in _OTHER_BACKENDS:
                     self.note("other", node, f"compiles for backend {backend!r}")
+        if node.args and isinstance(node.args[0], ast.Name) and any(k.arg == "nprocs" for k in node.keywords):
+            # A launch through a helper of the project's (a test fixture running xmp.spawn).
+            helper = ast.unparse(node.func) if isinstance(node.func, (ast.Name, ast.Attribute)) else "a helper"
+            self.note("helper-spawn", node, f"starts `{node.args[0].id}` in `nprocs` processes through `{helper}(...)`")
         # PJRT_DEVICE as a call argument: environ.setdefault / putenv / get("PJRT_DEVICE", "CPU").
         if len(node.args) >= 2 and _string(node.args[0]) == "PJRT_DEVICE":
             self._device(node, node.args[1], "PJRT_DEVICE")
@@ -259,11 +270,15 @@ class _Scan:
 
     def walk(self, statement: ast.stmt) -> None:
         self.elsewhere = _non_xla_branches(statement)
-        for node in ast.walk(statement):
+        for node in ast.walk(statement):  # breadth first: a node comes before its children
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.bind(node)
             elif isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+                    self.types.update(id(inner) for inner in ast.walk(node.args[1]))
                 self.call(node, self.resolve(node.func))
+            elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                self.types.update(id(element) for element in node.elts)
             elif isinstance(node, ast.Attribute | ast.Name):
                 qualname = self.resolve(node)
                 if qualname is not None:
@@ -384,7 +399,7 @@ def compute(tree: ast.Module | None, text: str, canonical: Canonicaliser, path: 
     main = next((node for node in tree.body if _is_main(node)), None)
     script = main or next((node for node in tree.body if _script_code(node, scan)), None)
     return Facts(_processes(scan, main, script), _hardware(scan, path), _flag(scan, "spmd", "spmd"),
-                 _flag(scan, "data-parallel", "data-parallel"))
+                 _flag(scan, "data-parallel", "data-parallel"), _transformers(text, path))
 
 
 def _scan(tree: ast.Module, text: str, canonical: Callable[[str], str]) -> _Scan:
@@ -420,8 +435,9 @@ def _processes(scan: _Scan, main: ast.stmt | None, script: ast.stmt | None) -> F
     found = scan.found
     if "spawn" in found:
         return _fact("processes", "spawn", found["spawn"])
-    if "torch-spawn" in found and scan.uses_xla:
-        return _fact("processes", "spawn", found["torch-spawn"])
+    for launch in ("torch-spawn", "helper-spawn"):  # in a torch_xla file: its workers have no process group
+        if launch in found and scan.uses_xla:
+            return _fact("processes", "spawn", found[launch])
     if "process-group" in found:
         return _fact("processes", "process-group", found["process-group"])
     if "rank" in found:
@@ -454,11 +470,21 @@ def _vendor_folder(path: str) -> Fact | None:
     return Fact("hardware", "other", None, f"the file lives in a {vendor} folder, another vendor's torch_xla code")
 
 
-def location_key(path: str) -> str:
+def location_key(path: str, data: bytes) -> str:
     """What the file's location says of its facts, for the results cache: the same bytes in
-    another folder, or beside other modules, can have other facts."""
+    another folder, beside other modules or in another project can have other facts."""
     fact = _vendor_folder(path) or _neighbours(path)
-    return fact.reason if fact is not None else ""
+    pin = transformers_pin(path) if b"transformers" in data else None
+    return "|".join((fact.reason if fact is not None else "", *(pin or ())))
+
+
+def _transformers(text: str, path: str) -> Fact:
+    if "transformers" not in text:
+        return Fact("transformers", "unknown", None, "the file does not use Transformers")
+    pin = transformers_pin(path)
+    if pin is None:
+        return Fact("transformers", "unknown", None, "no pin of the project holds the release")
+    return Fact("transformers", pin[0], None, pin[1])
 
 
 # Bytes without which a module cannot show its hardware: most of a folder is never parsed.

@@ -58,6 +58,7 @@ class ImportHygiene(StatementPruner):
         super().__init__()
         self.pruned = pruned
         self.ctx = ctx
+        self.unfixed, self.held = ctx.unfixed, ctx.held
         self.uses = uses  # of the rewritten module, whose import statements are the input's
         self.tops = tops  # id(alias) -> its top-level statement, where its position is computed
         self.canonical = canonical

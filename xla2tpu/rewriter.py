@@ -73,6 +73,9 @@ class FileContext:
         self.suppressions = suppressions
         self.diagnostics: list[Diagnostic] = []
         self.imports_needed: set[str] = set()
+        # Sites reported but not rewritten, and the `if`s whose test holds one (never removed).
+        self.unfixed: dict[int, cst.CSTNode] = {}
+        self.held: dict[int, cst.CSTNode] = {}
 
     @functools.cached_property
     def tensor_names(self) -> frozenset[str]:
@@ -120,6 +123,10 @@ class StatementPruner(cst.CSTTransformer):
         self.doomed: dict[int, cst.CSTNode] = {}
         # Blocks whose every statement was removed (now a bare `pass`, no comment kept).
         self._emptied: dict[int, cst.CSTNode] = {}
+        # Sites reported but not rewritten, and the `if`s whose test holds one: such an `if`
+        # stays, so that the finding points at code (FileContext's, shared by the passes).
+        self.unfixed: dict[int, cst.CSTNode] = {}
+        self.held: dict[int, cst.CSTNode] = {}
 
     def doom(self, node: cst.CSTNode) -> None:
         self.doomed[id(node)] = node
@@ -169,9 +176,23 @@ class StatementPruner(cst.CSTTransformer):
             updated_node = updated_node.with_changes(orelse=None)
         elif isinstance(orelse, cst.If) and id(orelse) in self.doomed:  # an emptied last `elif`
             updated_node = updated_node.with_changes(orelse=None)
-        if id(updated_node.body) in self._emptied and updated_node.orelse is None and _inert(updated_node.test):
+        if id(original_node) in self.held or self._reported_in(original_node.test):
+            self.held[id(updated_node)] = updated_node  # a later pass sees this node as its original
+        elif id(updated_node.body) in self._emptied and updated_node.orelse is None and _inert(updated_node.test):
             self.doom(updated_node)
         return updated_node
+
+    def _reported_in(self, node: cst.CSTNode) -> bool:
+        """Whether a finding left for a human points into `node` (it must stay to be seen)."""
+        if not self.unfixed:
+            return False
+        stack = [node]
+        while stack:
+            child = stack.pop()
+            if id(child) in self.unfixed:
+                return True
+            stack.extend(child.children)
+        return False
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if not any(id(s) in self.doomed for s in updated_node.body):
@@ -180,6 +201,13 @@ class StatementPruner(cst.CSTTransformer):
         # imports that add_imports may put back above it.
         body, left = prune(updated_node.body, self.doomed, opens_block=False)
         return updated_node.with_changes(body=body, footer=[*left, *updated_node.footer])
+
+
+@functools.cache
+def _uses(rule: Rule, kind: str) -> bool:
+    """Whether a case of `rule` has a condition of `kind` (negated or not): a condition that
+    costs something is worked out only for the rules that ask."""
+    return any(condition.kind in (kind, "not-" + kind) for case in rule.cases for condition in case.when)
 
 
 def _inert(test: cst.BaseExpression) -> bool:
@@ -214,6 +242,7 @@ class Rewriter(StatementPruner):
     def __init__(self, ctx: FileContext, module: cst.Module) -> None:
         super().__init__()
         self.ctx = ctx
+        self.unfixed, self.held = ctx.unfixed, ctx.held
         self.index = ctx.index
         self.module = module
         self.import_tops: dict[int, cst.CSTNode] = {}  # id(alias) -> its top-level statement
@@ -274,7 +303,10 @@ class Rewriter(StatementPruner):
         """Record the finding; a fix whose names cannot be written where it lands (the
         speller's note says why) is reported as manual. True when the fix is applied."""
         note = speller.note if fixable and speller is not None else ""
-        return self.ctx.report(rule, case, self._where(original), fixable and not note, self._source(case, original), note)
+        applied = self.ctx.report(rule, case, self._where(original), fixable and not note, self._source(case, original), note)
+        if not applied:
+            self.unfixed[id(original)] = original
+        return applied
 
     def _apply(self, built: tuple[cst.BaseExpression, Speller, set[str]]) -> cst.BaseExpression:
         """An applied fix's node, its imports recorded."""
@@ -504,7 +536,34 @@ class Rewriter(StatementPruner):
             with_item=isinstance(self._parent(), cst.WithItem) and self._parent().asname is None,  # type: ignore[union-attr]
             after=self._after(rule, original, binding[0] if binding else None),
             compared=isinstance(self._parent(), (cst.Comparison, cst.ComparisonTarget)),
+            setup_branch=_uses(rule, "setup-branch") and self._in_setup_branch(),
         )
+
+    def _in_setup_branch(self) -> bool:
+        """Whether the site is in the XLA branch of an `if`/`elif` chain whose other branches
+        create a process group: setup code, where the XLA path never created one."""
+        parents = self._parents
+        for i in range(len(parents) - 2, 0, -1):
+            branch, block = parents[i], parents[i + 1]
+            if not isinstance(branch, cst.If) or block is not branch.body:
+                continue
+            if "xla" not in self.module.code_for_node(branch.test).lower():
+                continue
+            head = i
+            while head > 0 and isinstance(parents[head - 1], cst.If) and parents[head - 1].orelse is parents[head]:
+                head -= 1
+            others: list[cst.CSTNode] = []
+            node: cst.CSTNode | None = parents[head]
+            while node is not None:
+                if isinstance(node, cst.If):
+                    if node is not branch:
+                        others.append(node.body)
+                    node = node.orelse
+                else:  # the final `else`
+                    others.append(node.body)  # type: ignore[attr-defined]
+                    node = None
+            return any("init_process_group" in self.module.code_for_node(other) for other in others)
+        return False
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if id(original_node) in self._claimed:

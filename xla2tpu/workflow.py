@@ -122,7 +122,7 @@ def run(
             is_notebook = name.endswith(notebook.SUFFIX)
             idioms = is_notebook or may_hold_idiom(data)
             if cache is not None:
-                location = location_key(name) if idioms else ""
+                location = location_key(name, data) if idioms else ""
                 keys[name] = cache.key(digests[name], notebook.SUFFIX if is_notebook else ".py", file_settings, location)
                 hit = cache.get(keys[name], name)
                 if hit is not None:
