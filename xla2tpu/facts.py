@@ -167,7 +167,8 @@ class _Scan:
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self.aliases: dict[str, str] = {}
         self.found: dict[str, tuple[Evidence, str]] = {}  # kind -> first evidence, what it shows
-        self.elsewhere: set[int] = set()  # nodes of the statement walked now that are on a non-XLA branch
+        self._statement: ast.stmt | None = None  # the top-level statement walked now
+        self._off_xla: set[int] | None = None
         self.types: set[int] = set()  # names of classes listed or tested for, not used (`isinstance(m, (DDP, DP))`)
         self.uses_xla = False
 
@@ -213,14 +214,25 @@ class _Scan:
     def reference(self, node: ast.expr, qualname: str) -> None:
         if qualname.startswith(_SPMD):
             self.note("spmd", node, f"uses `{qualname.rsplit('.', 1)[-1]}`")
-        if id(node) in self.elsewhere or id(node) in self.types:
-            return  # on the branch the file takes off torch_xla, or a class tested for (isinstance)
+        shown = []
         if qualname in _PROCESS_GROUP or qualname in _DATA_PARALLEL:
-            self.note("process-group", node, "creates a process group")
+            shown.append(("process-group", "creates a process group"))
         if qualname in _DATA_PARALLEL or qualname.startswith(_XLA_DATA_PARALLEL):
-            self.note("data-parallel", node, "wraps the model in DDP/FSDP")
+            shown.append(("data-parallel", "wraps the model in DDP/FSDP"))
         if qualname in _RANK:
-            self.note("rank", node, f"asks for the rank or world size (`{qualname.rsplit('.', 1)[-1]}`)")
+            shown.append(("rank", f"asks for the rank or world size (`{qualname.rsplit('.', 1)[-1]}`)"))
+        shown = [(kind, what) for kind, what in shown if kind not in self.found]  # the first evidence is kept
+        if not shown or id(node) in self.types or id(node) in self.off_xla():
+            return  # a class tested for (isinstance), or on the branch the file takes off torch_xla
+        for kind, what in shown:
+            self.note(kind, node, what)
+
+    def off_xla(self) -> set[int]:
+        """The nodes of the statement walked now that are on a branch taken off XLA (worked
+        out when first needed: most statements never ask)."""
+        if self._off_xla is None:
+            self._off_xla = _non_xla_branches(self._statement) if self._statement is not None else set()
+        return self._off_xla
 
     def call(self, node: ast.Call, qualname: str | None) -> None:
         if qualname is not None:
@@ -269,7 +281,7 @@ class _Scan:
             self.note("tpu", node, f"uses {node.value}")
 
     def walk(self, statement: ast.stmt) -> None:
-        self.elsewhere = _non_xla_branches(statement)
+        self._statement, self._off_xla = statement, None
         for node in ast.walk(statement):  # breadth first: a node comes before its children
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.bind(node)
@@ -302,16 +314,20 @@ def _non_xla_branches(statement: ast.stmt) -> set[int]:
     A process group created there says nothing of the XLA path (accelerate's, Lightning's and
     ignite's multi-backend setup code, the GPU half of a TPU-or-GPU script)."""
     off_xla: list[ast.stmt] = []
+    sides = {id(node): _xla_side(node) for node in ast.walk(statement) if isinstance(node, ast.If)}
+    if not any(sides.values()):
+        return set()
     for node in ast.walk(statement):
         for block in (getattr(node, "body", None), getattr(node, "orelse", None)):
             if not isinstance(block, list):
                 continue
             for index, inner in enumerate(block):
-                if isinstance(inner, ast.If) and _xla_side(inner) == "body" and _leaves(inner.body) and not inner.orelse:
+                if sides.get(id(inner)) == "body" and _leaves(inner.body) and not inner.orelse:  # type: ignore[attr-defined]
                     off_xla.extend(block[index + 1:])
                     break
-        if isinstance(node, ast.If) and (side := _xla_side(node)) is not None:
-            off_xla.extend(node.orelse if side == "body" else node.body)
+        side = sides.get(id(node))
+        if side is not None:
+            off_xla.extend(node.orelse if side == "body" else node.body)  # type: ignore[attr-defined]
     return {id(inner) for branch in off_xla for inner in ast.walk(branch)}
 
 
