@@ -30,7 +30,7 @@ from xla2tpu.notebook import CellDiagnostic
 
 
 DEFAULT_DIR = ".xla2tpu_cache"
-_FORMAT = "3"  # bump when the entry layout changes
+_FORMAT = "4"  # bump when the entry layout changes
 
 
 @functools.cache
@@ -56,30 +56,33 @@ class Cache:
         self._settings: dict[Settings, str] = {}
         self._marked = False
 
-    def key(self, digest: bytes, kind: str, settings: Settings, location: str = "") -> str:
-        """`location`: what the file's folder says of its facts (facts.location_key)."""
+    def key(self, digest: bytes, kind: str, settings: Settings) -> str:
         token = self._settings.get(settings)
         if token is None:
             token = self._settings[settings] = hashlib.sha256(settings_key(settings).encode()).hexdigest()
-        return hashlib.sha256(digest + kind.encode() + token.encode() + location.encode()).hexdigest()
+        return hashlib.sha256(digest + kind.encode() + token.encode()).hexdigest()
 
     def _entry(self, key: str) -> Path:
         return self.directory / key[:2] / key[2:]
 
-    def get(self, key: str, path: str) -> FileResult | None:
+    def get(self, key: str, path: str) -> tuple[FileResult, str | None] | None:
+        """The result stored under `key`, and the location it was computed in (None: its
+        facts were never computed, so no location can change it); see `facts.location_key`."""
         try:
-            return _decode(json.loads(self._entry(key).read_bytes()), path)
+            entry = json.loads(self._entry(key).read_bytes())
+            location = entry["o"]
+            return _decode(entry, path), None if location is None else str(location)
         except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
             return None  # missing or corrupt: recompute
 
-    def put(self, key: str, result: FileResult) -> None:
+    def put(self, key: str, result: FileResult, location: str | None = None) -> None:
         if result.internal_error:
             return  # a bug may be fixed by the next release: never remember it
         if not self._marked:
             _mark(self.root)
             _prune(self.root, keep=self.directory.name)
             self._marked = True
-        _write(self._entry(key), json.dumps(_encode(result), separators=(",", ":")).encode())
+        _write(self._entry(key), json.dumps({**_encode(result), "o": location}, separators=(",", ":")).encode())
 
     def catalogue(self) -> Catalogue:
         """The rule catalogue, unpickled when this fingerprint's copy is there."""

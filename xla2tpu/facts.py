@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xla2tpu.ast_blocks import blocks
-from xla2tpu.pins import transformers_pin
+from xla2tpu.pins import forget_pins, transformers_pin
 
 if TYPE_CHECKING:  # resolve imports libcst, which a fully cached run never loads
     from xla2tpu.resolve import Canonicaliser
@@ -487,11 +487,13 @@ def _vendor_folder(path: str) -> Fact | None:
 
 
 def location_key(path: str, data: bytes) -> str:
-    """What the file's location says of its facts, for the results cache: the same bytes in
-    another folder, beside other modules or in another project can have other facts."""
-    fact = _vendor_folder(path) or _neighbours(path)
+    """What the file's facts depend on beyond its bytes, for the results cache: its folder,
+    the modules beside it that import it (by name, size and time: never parsed here), the
+    project's Transformers pin."""
+    vendor = _vendor_folder(path)
+    importers = [f"{name}:{size}:{mtime}" for name, _, size, mtime in _importers(path)]
     pin = transformers_pin(path) if b"transformers" in data else None
-    return "|".join((fact.reason if fact is not None else "", *(pin or ())))
+    return "|".join((vendor.reason if vendor is not None else "", *importers, *(pin or ())))
 
 
 def _transformers(text: str, path: str) -> Fact:
@@ -518,35 +520,55 @@ def _neighbours(path: str) -> Fact | None:
     """Other hardware shown by the modules of the file's folder that import it, when none of
     them shows TPU: a helper of another vendor's samples names no vendor itself, the
     scripts that import it do."""
-    if not path:
+    shown = [(other, fact) for other, full, size, mtime in _importers(path)
+             if (fact := _sibling_hardware(full, size, mtime)).value != "unknown"]
+    if not shown or any(fact.value == "tpu" for _, fact in shown):
         return None
-    directory, name = os.path.split(path)
-    module = name.rsplit(".", 1)[0]
-    try:
-        listing = sorted(
-            (e.name, e.path, e.stat().st_size, e.stat().st_mtime_ns)
-            for e in os.scandir(directory or ".") if e.name.endswith(".py") and e.is_file() and e.name != name
-        )
-    except OSError:
-        return None
-    importers = []
-    for other, full, size, mtime in listing:
-        imported, marked = _sibling(full, size, mtime)
-        if marked and module in imported:
-            fact = _sibling_hardware(full, size, mtime)
-            if fact.value != "unknown":
-                importers.append((other, fact))
-    if not importers or any(fact.value == "tpu" for _, fact in importers):
-        return None
-    other, fact = importers[0]
+    other, fact = shown[0]
     where = f", line {fact.evidence.line} `{fact.evidence.text}`" if fact.evidence else ""
     return Fact("hardware", "other", None, f"{other}, which imports it, runs torch_xla on other hardware ({fact.reason}{where})")
 
 
+def _importers(path: str) -> list[tuple[str, str, int, int]]:
+    """(name, path, size, time) of the modules beside the file that import it and can show
+    hardware: what `_neighbours` reads, and what the results cache is keyed by."""
+    if not path:
+        return []
+    directory, name = os.path.split(path)
+    module = name.rsplit(".", 1)[0]
+    return [entry for entry in _importers_of(directory or ".").get(module, ()) if entry[0] != name]
+
+
+_IMPORTERS: dict[str, dict[str, list[tuple[str, str, int, int]]]] = {}
+
+
+def _importers_of(directory: str) -> dict[str, list[tuple[str, str, int, int]]]:
+    """Module name -> the modules of `directory` that import it and can show hardware (name,
+    path, size, time); the folder is listed once per run (`forget_folders`)."""
+    found = _IMPORTERS.get(directory)
+    if found is None:
+        found = _IMPORTERS[directory] = {}
+        try:
+            listing = sorted(
+                (e.name, e.path, e.stat().st_size, e.stat().st_mtime_ns)
+                for e in os.scandir(directory) if e.name.endswith(".py") and e.is_file()
+            )
+        except OSError:
+            listing = []
+        for entry in listing:
+            imported, marked = _sibling(*entry[1:])
+            if marked:
+                for module in imported:
+                    found.setdefault(module, []).append(entry)
+    return found
+
+
 def forget_folders() -> None:
-    """Drop the modules read so far (a benchmark's cold runs)."""
+    """Drop the folders listed and the modules read so far: each run sees the disk anew."""
+    _IMPORTERS.clear()
     _sibling.cache_clear()
     _sibling_hardware.cache_clear()
+    forget_pins()
 
 
 @functools.lru_cache(maxsize=4096)

@@ -7,8 +7,8 @@ pins (`requirements*.txt`, `pyproject.toml`, `setup.py`, `setup.cfg`) or, for a 
 of Transformers itself (its examples, a fork), in the package's own `__version__`.
 
 The folders from the file's up to the project root (the first holding `.git`,
-`pyproject.toml` or `setup.py`) are read; the nearest pin wins. Reading is cached by the
-folder's path and the files' sizes and times, so an edit is seen.
+`pyproject.toml` or `setup.py`) are read; the nearest pin wins. Each folder is listed once
+per run (`forget_pins`), and read again when a listed file's size or time changed.
 """
 
 from __future__ import annotations
@@ -43,7 +43,22 @@ def transformers_pin(path: str) -> tuple[str, str] | None:
     return None
 
 
+_LISTINGS: dict[str, tuple[tuple[str, int, int], ...]] = {}
+
+
+def forget_pins() -> None:
+    """Drop the folders listed so far: each run sees the disk anew."""
+    _LISTINGS.clear()
+
+
 def _listing(directory: str) -> tuple[tuple[str, int, int], ...]:
+    listed = _LISTINGS.get(directory)
+    if listed is None:
+        listed = _LISTINGS[directory] = _list(directory)
+    return listed
+
+
+def _list(directory: str) -> tuple[tuple[str, int, int], ...]:
     try:
         entries = list(os.scandir(directory))
     except OSError:

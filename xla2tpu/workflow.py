@@ -12,7 +12,7 @@ from xla2tpu.cache import Cache
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.config import Config
 from xla2tpu.diagnostics import FileResult, FixClass
-from xla2tpu.facts import location_key
+from xla2tpu.facts import forget_folders, location_key
 from xla2tpu.files import SOURCE_SUFFIXES, Excluder, FileProblem, Found, discover, read, write_atomic
 from xla2tpu.prefilter import may_hold_idiom
 from xla2tpu.settings import Settings
@@ -82,7 +82,9 @@ def run(
     `progress`, given the number of files, returns the function to call after each one.
     """
     outcome = Outcome()
+    forget_folders()  # a folder's modules and pins are what is on disk now
     digests: dict[str, bytes] = {}
+    locations: dict[str, str] = {}  # the location each computed result's facts saw
     keys: dict[str, str] = {}
     excluder = Excluder(config.root, [*config.exclude, *config.extend_exclude])
     found = _found(paths, excluder, shard, config.root)
@@ -101,7 +103,7 @@ def run(
 
     def finished(result: FileResult) -> None:
         if cache is not None:
-            cache.put(keys[result.path], result)
+            cache.put(keys[result.path], result, locations.get(result.path))
         add(result)
 
     def to_parse() -> Iterator[tuple[str, bytes, Settings]]:
@@ -120,14 +122,17 @@ def run(
             selected = config.selected_for(catalogue, item.path, settings.selected)
             file_settings = settings if selected is settings.selected else Settings(selected, settings.apply, settings.target)
             is_notebook = name.endswith(notebook.SUFFIX)
-            idioms = is_notebook or may_hold_idiom(data)
             if cache is not None:
-                location = location_key(name, data) if idioms else ""
-                keys[name] = cache.key(digests[name], notebook.SUFFIX if is_notebook else ".py", file_settings, location)
+                keys[name] = cache.key(digests[name], notebook.SUFFIX if is_notebook else ".py", file_settings)
                 hit = cache.get(keys[name], name)
-                if hit is not None:
-                    add(hit)
+                # A result whose facts were computed holds only while the file's location
+                # says the same (its folder, the modules importing it, the project's pins).
+                if hit is not None and (hit[1] is None or hit[1] == location_key(name, data)):
+                    add(hit[0])
                     continue
+            idioms = is_notebook or may_hold_idiom(data)
+            if cache is not None and idioms:
+                locations[name] = location_key(name, data)
             if is_notebook:
                 notebooks.append((name, data, file_settings))
             elif idioms:
