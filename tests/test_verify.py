@@ -183,11 +183,11 @@ def test_discover_runnable_fixtures() -> None:
     for case in cases.values():
         assert (case.root / case.entry).is_file()
         assert case.expected is not None, f"{case.name} has no recorded torch_xla results"
-    for name in ("ddp_spawn", "idioms"):
-        assert cases[name].hand_patch == RUNNABLE / name / "hand.patch"
+    assert cases["idioms"].hand_patch == RUNNABLE / "idioms" / "hand.patch"
+    assert cases["ddp_spawn"].devices == 2  # its migrated launch spawns two workers
     assert cases["optimum_generate"].baseline_from == "llama_generate"
     assert cases["optimum_generate"].expected == cases["llama_generate"].expected
-    assert all(c.hand_patch is None for n, c in cases.items() if n not in ("ddp_spawn", "idioms"))
+    assert all(c.hand_patch is None for n, c in cases.items() if n != "idioms")
     assert not list(RUNNABLE.glob("*/migrated")), "hand steps are hand.patch files now"
     assert cases["llama_generate"].requires == ["transformers"]
     assert cases["amp_autocast"].rtol > 1e-3

@@ -14,7 +14,11 @@ import pytest
 if importlib.util.find_spec("torch") is None:
     pytest.skip("torch is not installed", allow_module_level=True)
 
+from xla2tpu import catalogue  # noqa: E402
+from xla2tpu.config import Config  # noqa: E402
+from xla2tpu.engine import process_source  # noqa: E402
 from xla2tpu.verify import Options, verify_paths  # noqa: E402
+from xla2tpu.workflow import settings_for  # noqa: E402
 from xla2tpu.verify.runner import Migration, migrated_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -169,3 +173,41 @@ def test_wrong_migration_fails_with_a_diff(capsys: pytest.CaptureFixture[str]) -
     report.print_table([o])
     printed = capsys.readouterr().out
     assert "FAIL" in printed and "result differences (baseline -> migrated)" in printed
+
+
+LAUNCH = '''
+import json
+import os
+import sys
+import tempfile
+
+import torch_xla.core.xla_model as xm
+import torch_xla.distributed.xla_multiprocessing as xmp
+import torch_xla.runtime as xr
+
+
+def _mp_fn(index, outdir):
+    with open(os.path.join(outdir, f"{xr.global_ordinal()}.json"), "w") as f:
+        json.dump({"index": index, "rank": xr.global_ordinal(), "world": xr.world_size()}, f)
+    xm.rendezvous("written")
+
+
+if __name__ == "__main__":
+    outdir = tempfile.mkdtemp()
+    xmp.spawn(_mp_fn, args=(outdir,))
+    print(json.dumps([json.load(open(os.path.join(outdir, n))) for n in sorted(os.listdir(outdir))]))
+'''
+
+
+def test_the_migrated_launch_runs_one_worker_per_chip(tmp_path: Path) -> None:
+    """The engine's launch (XLA601) on the stand-in with two chips: two processes, each
+    with its global rank, in one "tpu" (gloo) process group."""
+    result = process_source("prog.py", LAUNCH.encode(), settings_for(Config(root=tmp_path), catalogue.load(), unsafe_fixes=True))
+    assert result.new_source is not None and b"torch_xla" not in result.new_source
+    assert all(d.fixed for d in result.diagnostics), [d for d in result.diagnostics if not d.fixed]
+    (tmp_path / "prog.py").write_bytes(result.new_source)
+    env = migrated_env("cpu-standin", tmp_path / "standin.jsonl", devices=2)
+    proc = subprocess.run([sys.executable, "prog.py"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    workers = json.loads(proc.stdout.splitlines()[-1])
+    assert workers == [{"index": 0, "rank": 0, "world": 2}, {"index": 1, "rank": 1, "world": 2}]

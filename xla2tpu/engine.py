@@ -18,7 +18,7 @@ from xla2tpu import catalogue as catalogue_mod
 from xla2tpu import prechecks
 from xla2tpu.decode import DecodeError, Decoded, decode
 from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
-from xla2tpu.facts import OTHER_HARDWARE_MODULES
+from xla2tpu.facts import OTHER_HARDWARE_MODULES, Fact, Facts
 from xla2tpu.facts import compute as compute_facts
 from xla2tpu.imports import ImportHygiene, add_imports, has_matching_import
 from xla2tpu.index import build
@@ -133,15 +133,23 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
     outline = Outline(layout, plan)
     resolver = ImportResolver(canonical, outline.pruned)
     module.visit(resolver)
-    ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline, facts, tree)
-    ctx.diagnostics.extend(_verdict_findings(verdicts, suppressions))
-    rewriter = Rewriter(ctx, module)
-    new_module = module.visit(rewriter)
-    if has_matching_import(ctx, canonical):
-        uses = UseResolver(canonical, outline.pruned)
-        new_module.visit(uses)
-        new_module = new_module.visit(ImportHygiene(ctx, uses, rewriter.import_tops, canonical, outline.pruned))
-    new_module = add_imports(new_module, ctx.imports_needed)
+
+    def rule_pass(facts: Facts) -> tuple[FileContext, cst.Module]:
+        ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline, facts, tree)
+        ctx.diagnostics.extend(_verdict_findings(verdicts, suppressions))
+        rewriter = Rewriter(ctx, module)
+        new_module = module.visit(rewriter)
+        if has_matching_import(ctx, canonical):
+            uses = UseResolver(canonical, outline.pruned)
+            new_module.visit(uses)
+            new_module = new_module.visit(ImportHygiene(ctx, uses, rewriter.import_tops, canonical, outline.pruned))
+        return ctx, add_imports(new_module, ctx.imports_needed)
+
+    ctx, new_module = rule_pass(facts)
+    launch = _migrated_launch(ctx, facts, catalogue)
+    if launch is not None:  # the workers now join a process group: rank and collective fixes are exact
+        facts = result.facts = dataclasses.replace(facts, processes=launch)
+        ctx, new_module = rule_pass(facts)
     result.diagnostics = sorted(ctx.diagnostics)
     result.encoding = decoded.encoding
     if not any(diagnostic.fixed for diagnostic in ctx.diagnostics):
@@ -164,6 +172,18 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
             except SyntaxError as exc:  # never write a file that no longer parses
                 raise AssertionError(f"the rewrite does not parse: {exc}") from exc
         result.new_source = decoded.encode(code)
+
+
+def _migrated_launch(ctx: FileContext, facts: Facts, catalogue: catalogue_mod.Catalogue) -> Fact | None:
+    """The `processes` fact once this fix migrates the file's torch_xla launch (a rule whose
+    case is the `tpu-launch` transform was applied), else None."""
+    if facts.processes.value != "spawn":
+        return None
+    launches = {rule.code for rule in catalogue.rules for case in rule.cases if case.template == "tpu-launch"}
+    if not any(d.fixed and d.code in launches for d in ctx.diagnostics):
+        return None
+    reason = 'its torch_xla launch becomes a TorchTPU launch in this fix: every worker joins the "tpu" process group'
+    return Fact("processes", "process-group", facts.processes.evidence, reason)
 
 
 def _imports_xla(tree: ast.Module | None) -> bool:

@@ -66,6 +66,7 @@ def transform(name: str) -> Callable[[TransformFn], TransformFn]:
 # Transform modules register themselves on import (kept last: they import this module).
 from xla2tpu.transforms import collectives  # noqa: E402,F401
 from xla2tpu.transforms import distributed  # noqa: E402,F401
+from xla2tpu.transforms import launch  # noqa: E402,F401
 from xla2tpu.transforms import loaders  # noqa: E402,F401
 from xla2tpu.transforms import optimum  # noqa: E402,F401
 from xla2tpu.transforms import with_unwrap  # noqa: E402,F401

@@ -21,6 +21,19 @@ statement_form(
     fresh=("tensor",),
 )
 
+# xm.optimizer_step = xm.reduce_gradients (every gradient of the optimizer's parameters
+# summed across the processes and scaled by 1/world size), then step(): spelled out for a
+# program whose model is not wrapped in DDP/FSDP, so its checkpoints keep their keys.
+_AVERAGE = (
+    "for {group} in {optimizer}.param_groups:\n"
+    "    for {param} in {group}[\"params\"]:\n"
+    "        if {param}.grad is not None and torch.distributed.is_initialized():\n"
+    "            torch.distributed.all_reduce({param}.grad)\n"
+    "            {param}.grad /= torch.distributed.get_world_size()\n"
+)
+statement_form("average-then-step", [_AVERAGE, "{optimizer}.step()\n"], fresh=("group", "param"))
+statement_form("average-then-step-args", [_AVERAGE, "{optimizer}.step(**{optimizer_args})\n"], fresh=("group", "param"))
+
 # mesh_reduce pickled a CPU copy of the data, as xm.save wrote one.
 _CPU_COPY = "torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t.cpu(), {data})"
 

@@ -11,6 +11,8 @@ case.toml (every key optional):
     timeout = 300              # seconds per run
     requires = ["transformers"]            # modules both interpreters need, else skip
     legacy_env = { CPU_NUM_DEVICES = "1" } # extra environment for the torch_xla run
+    devices = 2                # TPU chips the CPU stand-in reports (a launch spawns one
+                               # process per chip); 1 unless given
     legacy = false             # never run a legacy leg (say why in a comment)
     baseline_from = "../other" # a borrowed baseline: that case's expected.json (say why)
     description = "..."
@@ -47,6 +49,7 @@ class Case:
     timeout: float | None = None
     requires: list[str] = field(default_factory=list)
     legacy_env: dict[str, str] = field(default_factory=dict)
+    devices: int = 1
     legacy: bool = True
     description: str = ""
     expected: Any = None
@@ -89,6 +92,7 @@ def load_case(path: Path) -> Case:
         requires=[str(m) for m in meta.get("requires", [])],
         legacy_env={str(k): str(v) for k, v in meta.get("legacy_env", {}).items()},
         legacy=bool(meta.get("legacy", True)),
+        devices=int(meta.get("devices", 1)),
         description=str(meta.get("description", "")),
     )
     if not (path / case.entry).is_file():

@@ -201,7 +201,7 @@ def _copy(case: Case, dest: Path) -> Path:
     return dest
 
 
-def migrated_env(backend: str, report: Path) -> dict[str, str]:
+def migrated_env(backend: str, report: Path, devices: int = 1) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("XLA2TPU_STANDIN")}
     env.pop("PJRT_DEVICE", None)  # TorchTPU does not read it; never hand it a TPU plugin
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(STANDIN_DIR), env.get("PYTHONPATH")]))
@@ -212,6 +212,7 @@ def migrated_env(backend: str, report: Path) -> dict[str, str]:
         env["XLA2TPU_STANDIN"] = "guard"
     else:
         env["XLA2TPU_STANDIN"] = "cpu"
+        env["XLA2TPU_STANDIN_DEVICES"] = str(devices)
         env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # the real torch_tpu must never load
     return env
 
@@ -273,7 +274,7 @@ def _verify(case: Case, opts: Options, out: Outcome) -> None:
             out.entry_source = (work / case.entry).read_text(encoding="utf-8", errors="replace")
             report = Path(tmp) / "standin.jsonl"
             out.migrated = run_program([sys.executable, case.entry, *case.args], work,
-                                       migrated_env(opts.backend, report), timeout)
+                                       migrated_env(opts.backend, report, case.devices), timeout)
             if report.exists():
                 out.migrated.guard = [json.loads(line) for line in report.read_text().splitlines() if line]
         out.legacy = legacy.result() if legacy is not None else None

@@ -230,8 +230,14 @@ def _patch_host_paths(torch: Any, to_cpu: Any) -> None:
     torch.Tensor.is_pinned = lambda self, device=None: False
 
 
+# The chips this host pretends to have (a case's `devices`): a launch spawns one process
+# per chip, and each process still sees one "tpu" device, its own.
+_DEVICES = int(os.environ.get("XLA2TPU_STANDIN_DEVICES", "1"))
+
+
 def _patch_accelerator(torch: Any) -> None:
     acc = torch.accelerator
+    acc.device_count = lambda: _DEVICES
 
     def synchronize(device: Any = None) -> None:
         """CPU kernels are synchronous: nothing is ever pending."""
@@ -409,7 +415,7 @@ def _make_tpu_module(torch: Any) -> types.ModuleType:
 
     impls: dict[str, Any] = {
         "synchronize": lambda device=None: None,
-        "device_count": lambda: 1,
+        "device_count": lambda: _DEVICES,
         "is_available": lambda: True,
         "current_device": lambda: 0,
         "set_device": lambda device: None,
