@@ -33,7 +33,7 @@ from xla2tpu.transforms.forms import fresh_name, render_expression, render_state
 _WORKER = '''
 def {worker}(local_rank, fn, nprocs, *args):
     # A process of the TorchTPU launch that replaced xmp.spawn: torchrun's variables go in
-    # the environment before the device is touched, then the process joins the "tpu" group.
+    # the environment before the device is touched or the "tpu" process group created.
     node_rank = int(os.environ.get("NODE_RANK", 0))
     os.environ.update(
         RANK=str(node_rank * nprocs + local_rank),
@@ -43,11 +43,18 @@ def {worker}(local_rank, fn, nprocs, *args):
     )
     os.environ.setdefault("MASTER_ADDR", "localhost")
     os.environ.setdefault("MASTER_PORT", "29500")
+'''
+# The worker joins the group itself, unless the program's own code creates it (its
+# `init_process_group("xla")`, now "tpu", reads the variables above): a second one raises.
+_JOIN = '''
     torch.distributed.init_process_group("tpu")
     try:
         fn(torch.distributed.get_rank(), *args)
     finally:
         torch.distributed.destroy_process_group()
+'''
+_CALL = '''
+    fn(int(os.environ["RANK"]), *args)
 '''
 
 _LAUNCHES = re.compile(r"\b(?:spawn|launch|run_multiprocess)\(")
@@ -82,7 +89,8 @@ def tpu_launch(site: CallSite) -> Rewrite | None:
         {"count": count, "worker": worker, "nprocs": nprocs,
          "launch_args": cst.Tuple([cst.Element(e) for e in (fn, count, *items)])},
     )
-    rendered = templates.render(_WORKER.strip() + "\n", {"worker": worker}, {}, site.spell, statement=True)
+    body = _CALL if "init_process_group(" in site.source else _JOIN
+    rendered = templates.render(_WORKER.strip() + body.rstrip() + "\n", {"worker": worker}, {}, site.spell, statement=True)
     rewrite.imports |= imports | rendered.imports
     definition = rendered.node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])  # type: ignore[union-attr]
     top = site.parents[1]  # the module-level statement holding the launch: the worker goes above it
