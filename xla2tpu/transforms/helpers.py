@@ -151,8 +151,10 @@ def _printer(call: cst.Call) -> bool:
 @transform("drop-printed-report")
 def drop_printed_report(site: CallSite) -> Rewrite | None:
     """The report's statement goes when the report is the one positional argument of a
-    printing call that is the whole statement (`print(r, flush=True)` too). A comment
-    above the statement makes it manual: deleting the line would take the comment along."""
+    printing call that is the whole statement (`print(r, flush=True)` too). Comments on
+    or right above the line go with it: they describe the print (leaving the statement
+    manual for them instead made a fix of `xm.master_print(...)` expose it to the next
+    run, which is not idempotent)."""
     parents = site.parents
     if len(parents) < 4:
         return None
@@ -170,8 +172,6 @@ def drop_printed_report(site: CallSite) -> Rewrite | None:
         and len(line.body) == 1
         and line.body[0] is expr
     ):
-        return None
-    if any(empty.comment is not None for empty in line.leading_lines) or line.trailing_whitespace.comment is not None:
         return None
 
     def remove(updated: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:
