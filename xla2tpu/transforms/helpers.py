@@ -18,15 +18,15 @@ import libcst as cst
 
 from xla2tpu.transforms import CallSite, Rewrite, transform
 
+# The explanation is a comment, not a docstring paragraph: comments take the module's
+# indentation (two spaces in many torch_xla examples), a docstring's lines would not.
 _RATE_TRACKER = '''\
 class {name}:
-    """Samples per second, as torch_xla's `xm.RateTracker` computed them.
+    """Samples per second, as torch_xla's `xm.RateTracker` computed them."""
 
-    `rate()` is the rate since the previous `rate()` call, smoothed with the previous
-    one (`smooth_factor` of the old, the rest of the new); `global_rate()` is every
-    sample counted over the time since the tracker was created.
-    """
-
+    # rate(): the rate since the previous rate() call, smoothed with the previous one
+    # (smooth_factor of the old, the rest of the new); global_rate(): every sample
+    # counted over the time since the tracker was created.
     def __init__(self, smooth_factor=None):
         self._smooth_factor = 0.4 if smooth_factor is None else smooth_factor
         self._start_time = {clock}()
