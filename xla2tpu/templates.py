@@ -22,7 +22,7 @@ import libcst as cst
 from xla2tpu.resolve import dotted_name
 
 # Roots a template may name; anything else in a template is a local name or a placeholder.
-MODULE_ROOTS = frozenset({"torch", "os", "sys", "itertools", "transformers"})
+MODULE_ROOTS = frozenset({"torch", "os", "sys", "itertools", "transformers", "time", "datetime"})
 
 # Submodules that templates name but `import torch` does not load (torch 2.13, backend
 # autoload off): code using them needs its own `import torch.distributed.tensor`.

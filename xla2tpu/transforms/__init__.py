@@ -73,3 +73,4 @@ from xla2tpu.transforms import with_unwrap  # noqa: E402,F401
 from xla2tpu.transforms import step_closure  # noqa: E402,F401
 from xla2tpu.transforms import env_access  # noqa: E402,F401
 from xla2tpu.transforms import profiler  # noqa: E402,F401
+from xla2tpu.transforms import helpers  # noqa: E402,F401
