@@ -33,7 +33,7 @@ from xla2tpu.tensors import known_tensor, tensor_names
 from xla2tpu.resolve import ImportResolver, Scope, dotted_name, resolve
 from xla2tpu.statements import pass_statement, prune, prune_small
 from xla2tpu.transforms import REGISTRY as TRANSFORMS
-from xla2tpu.transforms import CallSite, Rewrite
+from xla2tpu.transforms import DELETE, CallSite, Rewrite
 
 # Environment APIs whose first argument names a variable: qualified callee -> is a write.
 _ENV_CALLS = {
@@ -282,7 +282,12 @@ class Rewriter(StatementPruner):
         if id(original_node) in self._expressions:
             result = self._expression(original_node, result)
         for edit in self._later.pop(id(original_node), ()):
-            result = edit(result)
+            edited = edit(result)
+            if edited is not DELETE:
+                result = edited
+            else:  # the statement, or what another fix made of it, goes
+                for statement in result.nodes if isinstance(result, cst.FlattenSentinel) else (result,):
+                    self.doom(statement)
         if id(original_node) in self._local_imports:
             result = _with_imports(result, self._local_imports.pop(id(original_node)))
         self._parents.pop()

@@ -47,9 +47,13 @@ class Rewrite:
     expression: cst.BaseExpression | None = None
     statements: list[cst.BaseStatement] | None = None  # replaces the whole enclosing line
     # Edits of other nodes, applied when the rewriter leaves them: original node -> edit.
-    later: list[tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode]]] = field(default_factory=list)
+    # An edit of a statement that returns DELETE removes it as a rule's delete does: its
+    # comments stay, an emptied block gets `pass` (or goes, see StatementPruner.leave_If).
+    later: list[tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode | object]]] = field(default_factory=list)
     imports: set[str] = field(default_factory=set)
 
+
+DELETE = object()  # see Rewrite.later
 
 TransformFn = Callable[[CallSite], Rewrite | None]
 REGISTRY: dict[str, TransformFn] = {}

@@ -16,7 +16,7 @@ import re
 
 import libcst as cst
 
-from xla2tpu.transforms import CallSite, Rewrite, transform
+from xla2tpu.transforms import DELETE, CallSite, Rewrite, transform
 
 # The explanation is a comment, not a docstring paragraph: comments take the module's
 # indentation (two spaces in many torch_xla examples), a docstring's lines would not.
@@ -151,10 +151,8 @@ def _printer(call: cst.Call) -> bool:
 @transform("drop-printed-report")
 def drop_printed_report(site: CallSite) -> Rewrite | None:
     """The report's statement goes when the report is the one positional argument of a
-    printing call that is the whole statement (`print(r, flush=True)` too). Comments on
-    or right above the line go with it: they describe the print (leaving the statement
-    manual for them instead made a fix of `xm.master_print(...)` expose it to the next
-    run, which is not idempotent)."""
+    printing call that is the whole statement (`print(r, flush=True)` too), as a rule's
+    delete removes one: comments above it stay, a block it empties goes or gets `pass`."""
     parents = site.parents
     if len(parents) < 4:
         return None
@@ -174,7 +172,7 @@ def drop_printed_report(site: CallSite) -> Rewrite | None:
     ):
         return None
 
-    def remove(updated: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:
+    def remove(updated: cst.CSTNode) -> cst.CSTNode | object:
         # A printing call that stays manual (`xm.master_print(..., local=True)`) keeps
         # its arguments as written: the engine hands the original call back, and the
         # statement must then stay with it.
@@ -182,6 +180,6 @@ def drop_printed_report(site: CallSite) -> Rewrite | None:
             isinstance(s, cst.Expr) and s.value is printer for s in updated.body
         ):
             return updated
-        return cst.RemoveFromParent()
+        return DELETE
 
     return Rewrite(expression=site.call, later=[(line, remove)])  # type: ignore[list-item]
