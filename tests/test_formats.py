@@ -134,3 +134,31 @@ def test_no_progress_bar_when_piped(invoke, tmp_path: Path) -> None:
         (tmp_path / f"m{i}.py").write_text("x = 1\n")
     result = invoke("check", ".")
     assert result.stderr == "" and result.stdout == "All checks passed!\n"
+
+
+SPAWNED = '''import torch_xla.core.xla_model as xm
+import torch_xla.distributed.xla_multiprocessing as xmp
+
+
+def _mp_fn(index):
+    xm.master_print(xm.xrt_world_size())
+
+
+if __name__ == "__main__":
+    xmp.spawn(_mp_fn, args=())
+'''
+FORKED = SPAWNED.replace("args=())", 'args=(), start_method="fork")')
+
+
+def test_migration_report_gives_each_program_a_verdict(invoke, tmp_path: Path) -> None:
+    (tmp_path / "spawned.py").write_text(SPAWNED)
+    (tmp_path / "forked.py").write_text(FORKED)
+    (tmp_path / "lib.py").write_text("import torch_xla.core.xla_model as xm\n\nDEVICE = xm.xla_device()\n")
+    invoke("fix", "--unsafe-fixes", "--report", "migration.md", ".")
+    report = (tmp_path / "migration.md").read_text()
+    assert "| Programs that run on TorchTPU after this fix | 1 of 2 |" in report
+    programs = report.split("## Programs")[1].split("\n## ")[0]
+    assert "| `spawned.py` | runs on TorchTPU after this fix | `python spawned.py` (as before; it spawns one worker per TPU chip" in programs
+    forked = next(line for line in programs.splitlines() if line.startswith("| `forked.py`"))
+    assert "| blocked |" in forked and "still imports `torch_xla.core.xla_model`" in forked and "XLA601 (manual)" in forked
+    assert "lib.py" not in programs  # a module, not a program

@@ -1,20 +1,28 @@
 """`xla2tpu fix --report FILE`: the Markdown a team reads before merging a migration PR.
 
-A summary table first (files scanned, files with idioms, files fully migrated, findings
-by fix class), then per file what was rewritten (rule, line) and what still needs a
-human, with each rule's guidance.
+A summary table first (files scanned, files with idioms, files fully migrated, programs
+that run on TorchTPU, findings by fix class), then a verdict per program (a file with a
+`__main__` block): "runs on TorchTPU after this fix" (no torch_xla / Optimum TPU import
+left, every finding fixed, its launch migrated) with the command that starts it, or the
+exact items that still block it; then per file what was rewritten (rule, line) and what
+still needs a human, with each rule's guidance.
 """
 
 from __future__ import annotations
 
+import ast
+import re
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.diagnostics import FileResult, FixClass
 from xla2tpu.report.text import position
 
 _LEGACY = b"torch_xla"
+_MAIN = re.compile(rb"""^if\s+(?:__name__\s*==\s*["']__main__["']|["']__main__["']\s*==\s*__name__)\s*:""", re.M)
+_LAUNCH = "XLA601"  # its fix writes the TorchTPU launch (transforms/launch.py)
 
 
 def _cell(text: str) -> str:
@@ -37,6 +45,7 @@ def render(results: Sequence[FileResult], files: int, written: set[str], catalog
         for d in result.diagnostics:
             (fixed if d.fixed and result.path in written else left)[d.fix] += 1
     verb = "would be rewritten" if dry_run else "rewritten"
+    programs = [(r, v) for r in with_idioms if not r.error and (v := program_verdict(r, r.path in written)) is not None]
     out = [
         "# torch_xla → TorchTPU migration report",
         "",
@@ -45,6 +54,7 @@ def render(results: Sequence[FileResult], files: int, written: set[str], catalog
         f"| Files scanned | {files} |",
         f"| Files with torch_xla idioms | {len(with_idioms)} |",
         f"| Files fully migrated (no torch_xla left) | {migrated} |",
+        f"| Programs that run on TorchTPU after this fix | {sum(1 for _, v in programs if not v)} of {len(programs)} |",
         f"| Files that could not be read | {sum(1 for r in results if r.error)} |",
         "",
         f"| Fix class | Findings | {verb.capitalize()} | Left for a human |",
@@ -54,6 +64,13 @@ def render(results: Sequence[FileResult], files: int, written: set[str], catalog
         out.append(f"| {fix.value} | {fixed[fix] + left[fix]} | {fixed[fix]} | {left[fix]} |")
     if dry_run:
         out += ["", "_Dry run (`--diff`): nothing was written._"]
+    if programs:
+        out += ["", "## Programs", "", "| Program | Verdict | Start it with, or what still blocks it |", "| --- | --- | --- |"]
+        for result, blockers in programs:
+            if blockers:
+                out.append(f"| `{_cell(result.path)}` | blocked | {_cell('; '.join(blockers))} |")
+            else:
+                out.append(f"| `{_cell(result.path)}` | runs on TorchTPU after this fix | {_cell(_start(result))} |")
     for result in results:
         out += ["", f"## `{result.path}`", ""]
         if result.error:
@@ -68,6 +85,46 @@ def render(results: Sequence[FileResult], files: int, written: set[str], catalog
             out += (["", ""] if done else []) + ["Needs a human:", "", "| Line | Rule | Fix class | What to do |", "| --- | --- | --- | --- |"]
             out += [f"| {position(d)} | {d.code} {_name(catalogue, d.code)} | {d.fix.value} | {_cell(d.message)} |" for d in todo]
     return "\n".join(out) + "\n"
+
+
+def program_verdict(result: FileResult, written: bool) -> list[str] | None:
+    """None when the file is not a program (no `__main__` block); else what still keeps it
+    from running on TorchTPU (empty: it runs): each torch_xla / Optimum TPU import left and
+    each finding not fixed, by line."""
+    text = result.new_source if result.new_source is not None and written else _on_disk(result.path)
+    if text is None or _MAIN.search(text) is None:
+        return None
+    blockers = [f"line {line} still imports `{name}`" for line, name in _legacy_imports(text)]
+    blockers += [f"line {position(d)} {d.code} ({d.fix.value})" for d in result.diagnostics if not (d.fixed and written)]
+    return blockers
+
+
+def _start(result: FileResult) -> str:
+    launched = any(d.code == _LAUNCH and d.fixed for d in result.diagnostics)
+    command = f"python {result.path}"
+    if launched:
+        return f"`{command}` (as before; it spawns one worker per TPU chip, each in the \"tpu\" process group)"
+    return f"`{command}` (as before)"
+
+
+def _legacy_imports(text: bytes) -> list[tuple[int, str]]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return [(0, "the file no longer parses")]
+    found = []
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        found += [(node.lineno, n) for n in names if n.split(".")[0] == "torch_xla" or n.startswith("optimum.tpu")]
+    return found
+
+
+def _on_disk(path: str) -> bytes | None:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
 
 
 def _name(catalogue: Catalogue, code: str) -> str:

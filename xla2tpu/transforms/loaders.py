@@ -115,11 +115,18 @@ def _batch_moves(
     callee = _callee_parameter(site, node, parents)
     if callee is not None:
         return _callee_moves(site, callee, parents, device)
-    loops = _consumers(site, node, parents)
-    if not loops:
+    found = _consumers(site, node, parents)
+    if not found or not (found[0] or found[1]):
         return None
+    loops, callees = found
     edits: list[Edit] = []
     imports: set[str] = set()
+    for callee, callee_parents in callees:  # the variable handed to a function that loops over it
+        moved = _callee_moves(site, callee, callee_parents, device)
+        if moved is None:
+            return None
+        edits += moved[0]
+        imports |= moved[1]
     for loop, target in loops:
         move = _move(site, target, device)
         if move is None:
@@ -307,21 +314,48 @@ def _iterated_name(loop: cst.For) -> str | None:
     return source.value if isinstance(source, cst.Name) else None
 
 
-def _consumers(
-    site: CallSite, node: cst.CSTNode, parents: list[cst.CSTNode]
-) -> list[tuple[cst.For, cst.BaseAssignTargetExpression]] | None:
+Consumers = tuple[
+    list[tuple[cst.For, cst.BaseAssignTargetExpression]],
+    list[tuple[tuple[cst.FunctionDef, list[str], str], list[cst.CSTNode]]],
+]
+
+
+def _consumers(site: CallSite, node: cst.CSTNode, parents: list[cst.CSTNode]) -> Consumers | None:
+    """The loops over `node`, and the functions of this module it is handed to (with the
+    ancestors of that call): `node` iterated directly, or assigned to a variable that is
+    then only iterated, measured with `len()` or passed to such a function
+    (`train_loop_fn(train_device_loader, epoch)`, torch_xla's MNIST/ImageNet examples)."""
     loop = _loop_over(node, parents)
     if loop is not None:
-        return [loop]
+        return [loop], []
     parent = parents[-1] if parents else None
-    if (
+    if not (
         isinstance(parent, cst.Assign)
         and parent.value is node
         and len(parent.targets) == 1
         and isinstance(parent.targets[0].target, cst.Name)
     ):
-        return _name_loops(_region(site, parents), parent.targets[0].target.value, parent)
-    return None
+        return None
+    region = _region(site, parents)
+    outside = parents[: next((i for i, p in enumerate(parents) if p is region), 0)]
+    uses = _Uses(parent.targets[0].target.value, parent)
+    region.visit(uses)
+    if uses.early:
+        return None
+    loops, callees = [], []
+    for use, use_parents in uses.found:
+        if _is_len_argument(use, use_parents):
+            continue
+        loop = _loop_over(use, use_parents)
+        if loop is not None:
+            loops.append(loop)
+            continue
+        full = [*outside, *use_parents]
+        callee = _callee_parameter(site, use, full)
+        if callee is None:
+            return None
+        callees.append((callee, full))
+    return loops, callees
 
 
 def _region(site: CallSite, parents: list[cst.CSTNode]) -> cst.CSTNode:
