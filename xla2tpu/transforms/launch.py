@@ -11,13 +11,16 @@ The shape, and why (docs/rules/XLA601.md says the same to users):
   group. `mp.spawn` sets none of them, so a worker function written into the module
   does, then calls `fn` with the global rank (xmp.spawn passed the global ordinal; spawn
   passes the local index).
-- The process count: `nprocs` when the call gave one, else one process per local chip,
-  `torch.accelerator.device_count()` (read from the PCI bus before any runtime starts).
+- The process count: one process per local chip, `torch.accelerator.device_count()` (read
+  from the PCI bus before any runtime starts), as xmp.spawn used every chip for any
+  `nprocs` but 1; an `nprocs` variable keeps its 1 (`1 if flags.num_cores == 1 else ...`).
 - Workers are spawned, never forked.
 
 Only a launch this can keep exact is rewritten: a whole statement in the module's own
 code (the main block), `fn` a function defined at module level (spawn pickles it by
-name), no `start_method="fork"` / `join=False` / `daemon`, one launch in the file.
+name), no `start_method="fork"` / `join=False` / `daemon` / `debug_single_process` that
+may be true, one launch in the file, and no `init_process_group` of the program's own
+(often behind a flag: the worker could neither create the group nor leave it out).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import re
 import libcst as cst
 
 from xla2tpu import templates
+from xla2tpu.resolve import dotted_name
 from xla2tpu.transforms import CallSite, Rewrite, transform
 from xla2tpu.transforms.forms import fresh_name, render_expression, render_statements, tuple_items
 
@@ -43,18 +47,11 @@ def {worker}(local_rank, fn, nprocs, *args):
     )
     os.environ.setdefault("MASTER_ADDR", "localhost")
     os.environ.setdefault("MASTER_PORT", "29500")
-'''
-# The worker joins the group itself, unless the program's own code creates it (its
-# `init_process_group("xla")`, now "tpu", reads the variables above): a second one raises.
-_JOIN = '''
     torch.distributed.init_process_group("tpu")
     try:
         fn(torch.distributed.get_rank(), *args)
     finally:
         torch.distributed.destroy_process_group()
-'''
-_CALL = '''
-    fn(int(os.environ["RANK"]), *args)
 '''
 
 _LAUNCHES = re.compile(r"\b(?:spawn|launch|run_multiprocess)\(")
@@ -69,6 +66,8 @@ def tpu_launch(site: CallSite) -> Rewrite | None:
         return None  # not a module-level function: spawn could not pickle it
     if len(_LAUNCHES.findall(site.source)) != 1:
         return None  # one worker function per file, one launch to hand it to
+    if "init_process_group(" in site.source:
+        return None  # the program makes its own group, maybe only under a flag: by hand
     args = site.args.get("args")
     items = [] if args is None else tuple_items(args)
     if items is None:
@@ -76,9 +75,15 @@ def tpu_launch(site: CallSite) -> Rewrite | None:
     worker = cst.Name(fresh_name(site, "_tpu_worker"))
     count = cst.Name(fresh_name(site, "tpu_processes"))
     imports: set[str] = set()
+    # xmp.spawn ran fn in this process for nprocs=1 (XLA601's own case for a literal 1) and
+    # on every chip for any other value: a variable that may be 1 keeps that choice.
+    every_chip = render_expression(site, "torch.accelerator.device_count()", imports)
     nprocs = site.args.get("nprocs")
-    if nprocs is None or (isinstance(nprocs, cst.Name) and nprocs.value == "None"):  # xmp.spawn's "every chip"
-        nprocs = render_expression(site, "torch.accelerator.device_count()", imports)
+    if nprocs is not None and isinstance(nprocs, (cst.Name, cst.Attribute)) and dotted_name(nprocs) != "None":
+        test = cst.Comparison(nprocs, [cst.ComparisonTarget(cst.Equal(), cst.Integer("1"))])
+        nprocs = cst.IfExp(test=test, body=cst.Integer("1"), orelse=every_chip)
+    else:
+        nprocs = every_chip
     rewrite = render_statements(
         site,
         [
@@ -89,8 +94,7 @@ def tpu_launch(site: CallSite) -> Rewrite | None:
         {"count": count, "worker": worker, "nprocs": nprocs,
          "launch_args": cst.Tuple([cst.Element(e) for e in (fn, count, *items)])},
     )
-    body = _CALL if "init_process_group(" in site.source else _JOIN
-    rendered = templates.render(_WORKER.strip() + body.rstrip() + "\n", {"worker": worker}, {}, site.spell, statement=True)
+    rendered = templates.render(_WORKER.strip() + "\n", {"worker": worker}, {}, site.spell, statement=True)
     rewrite.imports |= imports | rendered.imports
     definition = rendered.node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])  # type: ignore[union-attr]
     top = site.parents[1]  # the module-level statement holding the launch: the worker goes above it
