@@ -162,3 +162,14 @@ def test_migration_report_gives_each_program_a_verdict(invoke, tmp_path: Path) -
     forked = next(line for line in programs.splitlines() if line.startswith("| `forked.py`"))
     assert "| blocked |" in forked and "still imports `torch_xla.core.xla_model`" in forked and "XLA601 (manual)" in forked
     assert "lib.py" not in programs  # a module, not a program
+
+
+def test_fix_lists_the_unsafe_fixes_it_applied(invoke, tmp_path: Path) -> None:
+    (tmp_path / "spawned.py").write_text(SPAWNED)
+    result = invoke("fix", "--unsafe-fixes", "spawned.py")
+    lines = result.output.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("Applied ")))
+    assert lines[start] == "Applied 3 unsafe fixes; check what each says may differ:"  # launch, world size, master_print
+    assert any(line.startswith("spawned.py:10:5: XLA601 ") and "(unsafe:" in line for line in lines[start + 1:])
+    again = invoke("fix", "--unsafe-fixes", "spawned.py")
+    assert "unsafe fix" not in again.output  # nothing applied the second time

@@ -247,6 +247,9 @@ def fix(diff: bool, report_path: Path | None, exit_non_zero_on_fix: bool, **opti
     with _sink(options, stdout_taken=diff or stdin_data is not None) as (report, problems):
         if _emit(shown, catalogue, config, options, report, problems):
             report(text.fix_summary(fixed, changed, len(remaining), dry_run=diff))
+            if text_format:
+                for line in text.unsafe_applied(after if not diff else outcome.results, dry_run=diff):
+                    report(line)
             for line in text.errors_summary(sum(1 for r in outcome.results if r.error)):
                 report(line)
     findings = bool(remaining) or (diff and changed > 0) or (exit_non_zero_on_fix and changed > 0)

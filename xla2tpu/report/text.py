@@ -75,3 +75,16 @@ def fix_summary(fixed: int, files: int, remaining: int, dry_run: bool) -> str:
     verb = "Would fix" if dry_run else "Fixed"
     text = f"{verb} {_plural(fixed, 'finding')} in {_plural(files, 'file')}"
     return text + (f", {remaining} remaining." if remaining else ".")
+
+
+def unsafe_applied(results: Iterable[FileResult], dry_run: bool) -> list[str]:
+    """The unsafe fixes this run applied, each with its message (what may now differ): a
+    reviewer reads them before trusting the diff."""
+    lines = [f"{r.path}:{position(d)}: {d.code} {d.message}" for r in results for d in r.diagnostics
+             if d.fixed and d.fix is FixClass.UNSAFE]
+    if not lines:
+        return []
+    verb = "Would apply" if dry_run else "Applied"
+    fixes = "unsafe fix" if len(lines) == 1 else "unsafe fixes"
+    return [f"{verb} {len(lines)} {fixes}; check what each says may differ:", *lines]
+
