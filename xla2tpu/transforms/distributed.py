@@ -59,6 +59,25 @@ def mesh_reduce(site: CallSite) -> Rewrite | None:
     )
 
 
+@transform("rendezvous-payload")
+def rendezvous_payload(site: CallSite) -> Rewrite | None:
+    """`x = xm.rendezvous(tag, payload)`: every rank's payload, in rank order (a list of one
+    without a process group, as a single replica's rendezvous returned)."""
+    target = assigned_target(site)
+    if target is None or "payload" not in site.args:
+        return None
+    return render_statements(
+        site,
+        [
+            "{target} = [{payload}]\n",
+            "if torch.distributed.is_initialized():\n"
+            "    {target} = [None] * torch.distributed.get_world_size()\n"
+            "    torch.distributed.all_gather_object({target}, {payload})\n",
+        ],
+        {"target": target},
+    )
+
+
 @transform("spawn-in-process")
 def spawn_in_process(site: CallSite) -> Rewrite | None:
     """`xmp.spawn(fn, args=(a, b), nprocs=1)` → `fn(0, a, b)`: the one worker, in this process."""
