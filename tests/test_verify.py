@@ -357,7 +357,7 @@ def test_manual_findings_are_reported_as_manual(tmp_path: Path) -> None:
     script.write_text("import torch_xla\n")
 
     def leaves_findings(workdir: Path, unsafe_fixes: bool, target: str) -> Migration:
-        return Migration(1, "legacy.py:1:8: XLA001 `torch_xla` is still used\n", 0.0)
+        return Migration(1, "legacy.py:1:8: XLA001 `torch_xla` is still used\nFixed 0 findings in 0 files, 1 remaining.\n", 0.0)
 
     (o,) = verify_paths([script], Options(migrator=leaves_findings))
     assert o.status == "manual"

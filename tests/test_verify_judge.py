@@ -117,7 +117,7 @@ def test_record_never_writes_for_a_script_or_over_a_borrowed_baseline(tmp_path: 
 @pytest.mark.parametrize(("unsafe", "hint"), [(False, "; try --unsafe-fixes"), (True, "")])
 def test_manual_findings_suggest_unsafe_fixes_only_when_they_were_off(tmp_path: Path, unsafe: bool, hint: str) -> None:
     def leaves_findings(workdir: Path, unsafe_fixes: bool, target: str) -> Migration:
-        return Migration(1, "case.py:1:8: XLA001 `torch_xla` is still used\n", 0.0)
+        return Migration(1, "case.py:1:8: XLA001 `torch_xla` is still used\nFixed 0 findings in 0 files, 1 remaining.\n", 0.0)
 
     o = _verify(tmp_path, "import torch_xla\n", migrator=leaves_findings, unsafe_fixes=unsafe)
     assert o.status == "manual"

@@ -28,7 +28,8 @@ from .handstep import HandStepError
 
 STANDIN_DIR = Path(__file__).parent / "standin"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # so `-m xla2tpu` works from source
-FINDING = re.compile(r"^\S.*:\d+:\d+: [A-Z]+\d+ ", re.M)
+# `fix`'s summary line: "Fixed N findings in M files, K remaining." (no count: none left).
+REMAINING = re.compile(r"^(?:Fixed|Would fix) .*?, (\d+) remaining\.$", re.M)
 TAIL = 4000  # characters of stdout/stderr kept for the report
 ENGINE = "engine"  # where the migrated code came from: the engine's output as it is,
 HAND_STEP = "engine + hand.patch"  # or with the case's documented hand step applied
@@ -42,7 +43,9 @@ class Migration:
 
     @property
     def findings(self) -> int:
-        return len(FINDING.findall(self.output))
+        """The findings `fix` left (not the unsafe fixes it lists as applied)."""
+        found = REMAINING.findall(self.output)
+        return int(found[-1]) if found else 0
 
 
 Migrator = Callable[[Path, bool, str], Migration]
