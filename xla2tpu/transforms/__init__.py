@@ -72,6 +72,7 @@ from xla2tpu.transforms import collectives  # noqa: E402,F401
 from xla2tpu.transforms import distributed  # noqa: E402,F401
 from xla2tpu.transforms import launch  # noqa: E402,F401
 from xla2tpu.transforms import loaders  # noqa: E402,F401
+from xla2tpu.transforms import loops  # noqa: E402,F401
 from xla2tpu.transforms import optimum  # noqa: E402,F401
 from xla2tpu.transforms import with_unwrap  # noqa: E402,F401
 from xla2tpu.transforms import step_closure  # noqa: E402,F401
