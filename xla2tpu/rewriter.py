@@ -109,6 +109,10 @@ class FileContext:
         return applied
 
 
+# Keys and keywords that hold another process's environment (Ray's runtime_env, subprocess).
+_OTHER_PROCESS_ENV = frozenset({"env_vars", "env"})
+
+
 def _short(code: str, limit: int = 60) -> str:
     flat = " ".join(code.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -840,6 +844,24 @@ class Rewriter(StatementPruner):
         if args:
             args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated.with_changes(args=args)
+
+    def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.Dict:
+        """The environment of another process: `{"env_vars": {"XLA_USE_BF16": "1"}}` (a Ray
+        `runtime_env`), `env={...}` / `env_vars={...}`. Its variables are reported, never
+        rewritten here: that process's launch is what must change."""
+        parent = self._parent()
+        key = literal_text(parent.key) if isinstance(parent, cst.DictElement) else (
+            parent.keyword.value if isinstance(parent, cst.Arg) and parent.keyword else None)
+        if key not in _OTHER_PROCESS_ENV or not self.index.env:
+            return updated_node
+        for element in original_node.elements:
+            variable = literal_text(element.key) if isinstance(element, cst.DictElement) else None
+            rule = self.index.env.get(variable) if variable else None
+            case = self._env_case(rule, variable, True, literal_text(element.value), False) if rule else None  # type: ignore[arg-type]
+            if rule is not None and case is not None:
+                note = f"set in the `{key}` of another process: change it where that process is launched"
+                self.ctx.report(rule, case, self._where(element), False, self._source(case, element), note)
+        return updated_node
 
     def _env_case(self, rule: Rule, variable: str, write: bool, value: str | None, statement: bool) -> Case | None:
         read_back = write and variable in self.ctx.env_reads
