@@ -1,9 +1,11 @@
-"""The blocks of a compound statement in CPython's tree: shared by the facts stage, which
-must not import LibCST (a fully cached run never loads it), and the layout of a file."""
+"""Walks of CPython's tree shared by modules that must not import LibCST (a fully cached
+run never loads it): the blocks of a compound statement (facts, layout), the absolute
+modules a file imports (engine, migration report)."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
 
 def blocks(node: ast.AST) -> list[list[ast.AST]]:
@@ -13,3 +15,13 @@ def blocks(node: ast.AST) -> list[list[ast.AST]]:
     found += [handler.body for handler in getattr(node, "handlers", ())]
     found += [getattr(node, f) for f in ("orelse", "finalbody") if getattr(node, f, None)]
     return found
+
+
+def imported_modules(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, module) for every absolute import anywhere in `tree`: `import a.b` gives
+    `a.b`, `from a.b import c` gives `a.b` (a relative import names the project's own)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node.lineno, node.module

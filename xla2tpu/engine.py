@@ -16,6 +16,7 @@ import libcst as cst
 
 from xla2tpu import catalogue as catalogue_mod
 from xla2tpu import prechecks
+from xla2tpu.ast_blocks import imported_modules
 from xla2tpu.decode import DecodeError, Decoded, decode
 from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
 from xla2tpu.facts import OTHER_HARDWARE_MODULES, Fact, Facts
@@ -189,16 +190,7 @@ def _migrated_launch(ctx: FileContext, facts: Facts, catalogue: catalogue_mod.Ca
 def _imports_xla(tree: ast.Module | None) -> bool:
     if tree is None:
         return True  # cannot tell: say what was found
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            names = [node.module]
-        else:
-            continue
-        if any(holds_token(name) or name.startswith(OTHER_HARDWARE_MODULES) for name in names):
-            return True
-    return False
+    return any(holds_token(name) or name.startswith(OTHER_HARDWARE_MODULES) for _, name in imported_modules(tree))
 
 
 def _verdict_findings(verdicts: list[prechecks.Verdict], suppressions: Suppressions) -> list[Diagnostic]:

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from xla2tpu.ast_blocks import imported_modules
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.diagnostics import FileResult, FixClass
 from xla2tpu.report.text import position
@@ -112,12 +113,8 @@ def _legacy_imports(text: bytes) -> list[tuple[int, str]]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return [(0, "the file no longer parses")]
-    found = []
-    for node in ast.walk(tree):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-            [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
-        found += [(node.lineno, n) for n in names if n.split(".")[0] == "torch_xla" or n.startswith("optimum.tpu")]
-    return found
+    return [(line, name) for line, name in imported_modules(tree)
+            if name.split(".")[0] == "torch_xla" or name.startswith("optimum.tpu")]
 
 
 def _on_disk(path: str) -> bytes | None:

@@ -218,9 +218,10 @@ def _callee_moves(
     in particular) keeps its identity for the passes that follow.
     """
     function, path, parameter = callee
-    loops = _name_loops(function.body, parameter, None)
-    if not loops:
+    found = _name_uses(function.body, parameter, None)
+    if not found or not found[0]:
         return None
+    loops = found[0]
     imports: set[str] = set()
     if not _visible(device, function, parents):
         device = cst.SimpleString('"tpu"')  # TorchTPU's one device per process
@@ -338,24 +339,7 @@ def _consumers(site: CallSite, node: cst.CSTNode, parents: list[cst.CSTNode]) ->
         return None
     region = _region(site, parents)
     outside = parents[: next((i for i, p in enumerate(parents) if p is region), 0)]
-    uses = _Uses(parent.targets[0].target.value, parent)
-    region.visit(uses)
-    if uses.early:
-        return None
-    loops, callees = [], []
-    for use, use_parents in uses.found:
-        if _is_len_argument(use, use_parents):
-            continue
-        loop = _loop_over(use, use_parents)
-        if loop is not None:
-            loops.append(loop)
-            continue
-        full = [*outside, *use_parents]
-        callee = _callee_parameter(site, use, full)
-        if callee is None:
-            return None
-        callees.append((callee, full))
-    return loops, callees
+    return _name_uses(region, parent.targets[0].target.value, parent, (site, outside))
 
 
 def _region(site: CallSite, parents: list[cst.CSTNode]) -> cst.CSTNode:
@@ -426,24 +410,32 @@ class _Uses(cst.CSTVisitor):
             self._parents.pop()
 
 
-def _name_loops(
-    region: cst.CSTNode, name: str, start: cst.CSTNode | None
-) -> list[tuple[cst.For, cst.BaseAssignTargetExpression]] | None:
+def _name_uses(
+    region: cst.CSTNode, name: str, start: cst.CSTNode | None,
+    handed: tuple[CallSite, list[cst.CSTNode]] | None = None,
+) -> Consumers | None:
     """The loops over `name` after `start`, in document order (the order `_LoopEditor` meets
-    them again), or None when the name is also used otherwise (`len()` aside)."""
+    them again), and, when `handed` gives the site and the ancestors of `region`, the
+    functions of this module it is passed to; None when the name is also used otherwise
+    (`len()` aside)."""
     uses = _Uses(name, start)
     region.visit(uses)
     if uses.early:
         return None
-    loops = []
+    loops, callees = [], []
     for node, parents in uses.found:
         if _is_len_argument(node, parents):
             continue
         loop = _loop_over(node, parents)
-        if loop is None:
+        if loop is not None:
+            loops.append(loop)
+            continue
+        full = [*handed[1], *parents] if handed is not None else []
+        callee = _callee_parameter(handed[0], node, full) if handed is not None else None
+        if callee is None:
             return None
-        loops.append(loop)
-    return loops
+        callees.append((callee, full))
+    return loops, callees
 
 
 def _is_len_argument(node: cst.CSTNode, parents: list[cst.CSTNode]) -> bool:
