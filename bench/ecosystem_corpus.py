@@ -1,10 +1,25 @@
 """The pinned corpus (bench/ecosystem.toml): reading it, finding each snapshot in the cache
-folder, and laying a repository's pinned paths out as plain files to run xla2tpu on."""
+folder, and laying a repository's pinned paths out as plain files to run xla2tpu on.
+
+The layout keeps the repository's package structure, so that relative imports resolve as they
+do in the repository (`from ...utils import is_torch_xla_available` in
+src/diffusers/pipelines/flux/x.py is diffusers.utils.is_torch_xla_available). Besides the
+sources under the pinned paths, `extract` writes, when the commit has them:
+  - the `__init__.py` of every folder on the way from the repository root to each file written;
+  - for each relative import in a .py file under the pinned paths (`from .x import a`,
+    `from ..x.y import b`, `from .. import c`), the module it names (x.py, or the package's
+    x/__init__.py) and the names imported from a package when they are its submodules
+    (c.py or c/__init__.py beside it). One level only: what those files import in turn is not
+    followed, and notebooks (no package to be relative to) are not read for imports.
+Nothing else outside the pinned paths is written."""
 
 from __future__ import annotations
 
+import ast
+import posixpath
 import subprocess
 import tomllib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,11 +84,81 @@ def _git(gitdir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(["git", f"--git-dir={gitdir}", *args], capture_output=True, check=False)
 
 
+def _blobs(listing: bytes) -> dict[str, str]:
+    """name -> sha of the files (not symlinks, not submodules) in `git ls-tree -r -z` output."""
+    blobs = {}
+    for entry in listing.split(b"\0"):
+        if not entry:
+            continue
+        meta, _, name = entry.decode("utf-8", "surrogateescape").partition("\t")
+        mode, kind, sha = meta.split()
+        if kind == "blob" and mode != "120000":
+            blobs[name] = sha
+    return blobs
+
+
+def _read(gitdir: Path, wanted: list[tuple[str, str]], problems: list[str]) -> dict[str, bytes]:
+    """The blobs `wanted` (sha, name), read in one `git cat-file --batch`; those the snapshot
+    lacks are named in `problems`."""
+    batch = subprocess.run(["git", f"--git-dir={gitdir}", "cat-file", "--batch"], capture_output=True, check=False,
+                           input=b"".join(f"{sha}\n".encode() for sha, _ in wanted))
+    stream, offset, data = batch.stdout, 0, {}
+    for sha, name in wanted:
+        header_end = stream.index(b"\n", offset)
+        header = stream[offset:header_end].split()
+        offset = header_end + 1
+        if header[-1] == b"missing":
+            problems.append(f"{name}: not in the snapshot")
+            continue
+        size = int(header[2])
+        data[name] = stream[offset:offset + size]
+        offset += size + 1  # the blob, then the newline git puts after it
+    return data
+
+
+def _module_files(dotted: str) -> tuple[str, str]:
+    """The two files a module path (a/b/c, "" for the root) may be: c.py or c/__init__.py."""
+    return f"{dotted}.py", posixpath.join(dotted, "__init__.py")
+
+
+def relative_targets(name: str, source: bytes) -> set[str]:
+    """The files the relative imports of the .py file `name` (a path in the repository) may
+    name: the imported module as a file and as a package, and each imported name as a
+    submodule of it. Only candidates: the caller keeps those the commit has. A file that does
+    not parse names none."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning and the like, of the repository's code
+            tree = ast.parse(source, filename=name)
+    except (SyntaxError, ValueError):
+        return set()
+    folder = posixpath.dirname(name).split("/") if posixpath.dirname(name) else []
+    candidates: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or not node.level or node.level - 1 > len(folder):
+            continue  # absolute, or above the repository root
+        package = folder[:len(folder) - (node.level - 1)]
+        module = "/".join([*package, *(node.module.split(".") if node.module else [])])
+        if node.module:
+            candidates.update(_module_files(module))
+        for alias in node.names:
+            if alias.name != "*":
+                candidates.update(_module_files(posixpath.join(module, alias.name)))
+    return candidates
+
+
+def _ancestor_inits(name: str) -> list[str]:
+    parts = name.split("/")[:-1]
+    return [posixpath.join(*parts[:depth], "__init__.py") for depth in range(len(parts) + 1)]
+
+
 def extract(gitdir: Path, repo: Repo, dest: Path) -> list[str]:
     """Write the .py/.ipynb (and .gitignore) files under the pinned paths at the pinned commit
     into `dest`, read blob by blob: a snapshot lacks its largest files, and those are never
-    sources. Returns the problems (commit absent, paths not in it, sources the snapshot lacks);
-    what can be had is extracted all the same."""
+    sources. With them, what keeps the package structure (module docstring): the ancestor
+    folders' `__init__.py` and the targets of the relative imports, when the commit has them.
+    Returns the problems (commit absent, paths not in it, sources the snapshot lacks); what can
+    be had is extracted all the same."""
     if _git(gitdir, "cat-file", "-e", f"{repo.commit}^{{commit}}").returncode != 0:
         return [f"commit {repo.commit} is not in the snapshot at {gitdir}"]
     problems, present = [], []
@@ -86,29 +171,24 @@ def extract(gitdir: Path, repo: Repo, dest: Path) -> list[str]:
     if not present:
         return problems
     listing = _git(gitdir, "ls-tree", "-r", "-z", "--full-tree", repo.commit, "--", *present)
-    if listing.returncode != 0:
-        return problems + [f"git ls-tree failed: {listing.stderr.decode(errors='replace').strip()}"]
-    wanted: list[tuple[str, str]] = []
-    for entry in listing.stdout.split(b"\0"):
-        if not entry:
-            continue
-        meta, _, name = entry.decode("utf-8", "surrogateescape").partition("\t")
-        mode, kind, sha = meta.split()
-        if kind == "blob" and mode != "120000" and name.endswith((*SOURCE_SUFFIXES, ".gitignore")):
-            wanted.append((sha, name))
-    batch = subprocess.run(["git", f"--git-dir={gitdir}", "cat-file", "--batch"], capture_output=True, check=False,
-                           input=b"".join(f"{sha}\n".encode() for sha, _ in wanted))
-    stream, offset = batch.stdout, 0
-    for sha, name in wanted:
-        header_end = stream.index(b"\n", offset)
-        header = stream[offset:header_end].split()
-        offset = header_end + 1
-        if header[-1] == b"missing":
-            problems.append(f"{name}: not in the snapshot")
-            continue
-        size = int(header[2])
+    everything = _git(gitdir, "ls-tree", "-r", "-z", "--full-tree", repo.commit)
+    for done in (listing, everything):
+        if done.returncode != 0:
+            return problems + [f"git ls-tree failed: {done.stderr.decode(errors='replace').strip()}"]
+    pinned = {name: sha for name, sha in _blobs(listing.stdout).items()
+              if name.endswith((*SOURCE_SUFFIXES, ".gitignore"))}
+    files = _read(gitdir, [(sha, name) for name, sha in pinned.items()], problems)
+    blobs = _blobs(everything.stdout)
+    extra = set()
+    for name, data in files.items():
+        if name.endswith(".py"):
+            extra.update(target for target in relative_targets(name, data) if target in blobs)
+    for name in [*files, *extra]:
+        extra.update(init for init in _ancestor_inits(name) if init in blobs)
+    extra -= pinned.keys()
+    files.update(_read(gitdir, [(blobs[name], name) for name in sorted(extra)], problems))
+    for name, data in files.items():
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(stream[offset:offset + size])
-        offset += size + 1  # the blob, then the newline git puts after it
+        target.write_bytes(data)
     return problems

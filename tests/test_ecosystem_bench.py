@@ -45,6 +45,34 @@ def _git(cwd: Path, *args: str) -> str:
                                "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(cwd)}).stdout.strip()
 
 
+# A src/ layout as in diffusers: src/ is no package, src/lib and below are.
+_PACKAGE = {
+    "src/lib/__init__.py": "from .models import unet\n",
+    "src/lib/utils/__init__.py": "from .import_utils import is_torch_xla_available\n",
+    "src/lib/utils/import_utils.py": "def is_torch_xla_available():\n    return True\n",
+    "src/lib/models/__init__.py": "",
+    "src/lib/models/unet.py": "class UNet: ...\n",
+    "src/lib/pipelines/__init__.py": "",
+    "src/lib/pipelines/pipeline_utils.py": "from ..models.unet import UNet\n",
+    "src/lib/pipelines/schedulers/__init__.py": "from .ddim import DDIM\n",
+    "src/lib/pipelines/schedulers/ddim.py": "class DDIM: ...\n",
+    "src/lib/pipelines/other/__init__.py": "",
+    "src/lib/pipelines/flux/__init__.py": "from .pipe import Pipe\n",
+    "src/lib/pipelines/flux/pipe.py": (
+        "from ...utils import is_torch_xla_available\n"
+        "from ..pipeline_utils import DiffusionPipeline\n"
+        "from .. import schedulers\n"
+        "from .absent import nothing\n"
+        "from ...... import above_the_root\n"
+        "def f():\n    from ..models import x  # no such module: nothing to extract\n"
+    ),
+    "src/lib/pipelines/flux/broken.py": "from ..other import x\ndef (:\n",
+    "src/lib/pipelines/flux/notebook.ipynb": json.dumps({"cells": [
+        {"cell_type": "code", "source": "from ..other import x\n"}]}),
+    "src/lib/pipelines/flux/data.json": "{}",
+}
+
+
 @pytest.fixture
 def snapshot(tmp_path: Path) -> tuple[Path, str]:
     """A cache folder holding one bare snapshot, owner+name/repo, as the fetch tool lays it."""
@@ -53,6 +81,9 @@ def snapshot(tmp_path: Path) -> tuple[Path, str]:
     (work / "pkg" / "train.py").write_text("import torch_xla.core.xla_model as xm\n")
     (work / "pkg" / "data.bin").write_bytes(b"\0" * 10)
     (work / "other.py").write_text("print(1)\n")
+    for name, text in _PACKAGE.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(text)
     _git(work, "init", "-q")
     _git(work, "add", ".")
     _git(work, "commit", "-qm", "one")
@@ -71,6 +102,39 @@ def test_extract_reads_only_the_pinned_paths_sources(snapshot: tuple[Path, str],
     problems = extract(gitdir, repo, dest)
     assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()) == ["pkg/train.py"]
     assert problems == [f"path 'missing' is not in commit {commit[:12]}"]
+
+
+def _extracted(snapshot: tuple[Path, str], tmp_path: Path, paths: tuple[str, ...]) -> list[str]:
+    cache, commit = snapshot
+    repo = Repo("o/r", commit, "tpu", paths)
+    dest = tmp_path / "out" / str(len(list(tmp_path.glob("out/*"))))
+    assert extract(git_dir(cache, repo), repo, dest) == []
+    return sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
+
+
+def test_extract_keeps_the_package_structure_of_the_pinned_sources(snapshot: tuple[Path, str], tmp_path: Path) -> None:
+    """The ancestors' __init__.py and what the relative imports of the pinned .py files name;
+    not what those import in turn (utils/import_utils.py, models/unet.py, schedulers/ddim.py),
+    nor what a file that does not parse or a notebook imports (pipelines/other)."""
+    assert _extracted(snapshot, tmp_path, ("src/lib/pipelines/flux",)) == [
+        "src/lib/__init__.py",
+        "src/lib/pipelines/__init__.py",
+        "src/lib/pipelines/flux/__init__.py",
+        "src/lib/pipelines/flux/broken.py",
+        "src/lib/pipelines/flux/notebook.ipynb",
+        "src/lib/pipelines/flux/pipe.py",
+        "src/lib/pipelines/pipeline_utils.py",  # from ..pipeline_utils import DiffusionPipeline
+        "src/lib/pipelines/schedulers/__init__.py",  # from .. import schedulers
+        "src/lib/utils/__init__.py",  # from ...utils import is_torch_xla_available
+    ]
+
+
+def test_a_pinned_file_brings_its_ancestors_and_imports_only(snapshot: tuple[Path, str], tmp_path: Path) -> None:
+    assert _extracted(snapshot, tmp_path, ("src/lib/utils/__init__.py",)) == [
+        "src/lib/__init__.py", "src/lib/utils/__init__.py", "src/lib/utils/import_utils.py"]
+    assert _extracted(snapshot, tmp_path, ("src/lib/pipelines/pipeline_utils.py",)) == [
+        "src/lib/__init__.py", "src/lib/models/__init__.py", "src/lib/models/unet.py",
+        "src/lib/pipelines/__init__.py", "src/lib/pipelines/pipeline_utils.py"]
 
 
 def test_a_commit_absent_from_the_snapshot_is_a_problem(snapshot: tuple[Path, str], tmp_path: Path) -> None:
