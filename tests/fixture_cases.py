@@ -100,10 +100,12 @@ def check_snapshots(snapshots: dict[Path, Snapshot]) -> None:
         for path, now in stale.items():
             if now is None:
                 path.unlink()
-            elif isinstance(now, str):
-                path.write_text(now, encoding="utf-8")
             else:
-                path.write_bytes(now)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if isinstance(now, str):
+                    path.write_text(now, encoding="utf-8")
+                else:
+                    path.write_bytes(now)
         names = ", ".join(path.relative_to(FIXTURES).as_posix() for path in stale)
         pytest.skip(f"XLA2TPU_UPDATE_FIXTURES rewrote {names}: review the diff, then run the tests without it")
     for path, now in snapshots.items():

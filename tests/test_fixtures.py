@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from tests.fixture_cases import Case, cases, check_snapshots, render
+from tests.fixture_cases import FIXTURES, Case, cases, check_snapshots, render
 from xla2tpu import catalogue
 from xla2tpu.engine import process_source
 
@@ -50,6 +50,8 @@ def test_every_rule_has_a_fixture_that_fires() -> None:
     for case in CASES:
         text = case.expected.read_text(encoding="utf-8") if case.expected.exists() else ""
         fired |= {line.split()[1] for line in text.splitlines() if line}
+    for expected in FIXTURES.glob("projects/*/expected-*"):  # multi-module cases (test_projects.py)
+        fired |= {line.split()[1] for line in expected.read_text(encoding="utf-8").splitlines() if line}
     missing = sorted(set(catalogue.load().by_code) - fired)
     assert not missing, f"rules with no fixture finding: {missing}"
 

@@ -84,8 +84,8 @@ def test_a_file_changed_on_disk_since_it_was_read_is_not_overwritten(
     edit = "# the user's edit, saved while xla2tpu ran\n" + LEGACY
     real = engine.process_source
 
-    def process_then_user_saves(path: str, data: bytes, settings):  # an editor saves mid-run
-        result = real(path, data, settings)
+    def process_then_user_saves(path: str, data: bytes, settings, context):  # an editor saves mid-run
+        result = real(path, data, settings, context)
         if path.endswith("edited.py"):
             (tmp_path / "edited.py").write_text(edit)
         return result

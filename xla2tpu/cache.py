@@ -84,6 +84,20 @@ class Cache:
             self._marked = True
         _write(self._entry(key), json.dumps({**_encode(result), "o": location}, separators=(",", ":")).encode())
 
+    def summaries(self) -> dict:
+        """The module summaries of the project model (project.py), by absolute path: (size,
+        time, summary). Empty when missing or damaged."""
+        try:
+            loaded = pickle.loads((self.directory / "project.pickle").read_bytes())
+            if isinstance(loaded, dict):
+                return loaded
+        except Exception:  # noqa: BLE001 - any damage to the file is a miss
+            pass
+        return {}
+
+    def keep_summaries(self, summaries: dict) -> None:
+        _write(self.directory / "project.pickle", pickle.dumps(summaries))
+
     def catalogue(self) -> Catalogue:
         """The rule catalogue, unpickled when this fingerprint's copy is there."""
         path = self.directory / "catalogue.pickle"

@@ -18,7 +18,7 @@ from pathlib import Path
 from xla2tpu.diagnostics import FixClass
 from xla2tpu.facts import VALUES as FACT_VALUES
 
-KINDS = ("call", "reference", "string-arg", "env", "import", "expression", "file", "lint")
+KINDS = ("call", "reference", "string-arg", "env", "import", "expression", "file", "lint", "project")
 ACTIONS = ("replace", "delete", "rename", "remove-import", "transform", "none")
 _CODE_RE = re.compile(r"^XLA\d{3}$")
 
@@ -279,6 +279,8 @@ def _validate(catalogue: Catalogue) -> None:
                     raise CatalogueError(f"{where}: condition on unknown parameter {condition.arg!r}")
         if rule.kind == "string-arg" and not rule.sites:
             raise CatalogueError(f"{where}: a string-arg rule needs sites")
+        if rule.kind == "project" and rule.fix_classes:
+            raise CatalogueError(f"{where}: a project rule only reports (the site is found through another file)")
         if rule.kind == "lint" and (len(rule.match) != 1 or rule.fix_classes):
             raise CatalogueError(f"{where}: a lint rule names one analysis in `match` and only reports")
         if rule.kind in ("call", "reference", "import", "env", "expression") and not rule.match:
@@ -288,3 +290,12 @@ def _validate(catalogue: Catalogue) -> None:
         for case in rule.cases:
             if set(case.forms) - set(rule.match):
                 raise CatalogueError(f"{where}: a case matches a form the rule does not list")
+
+
+# The rules whose names are torch_xla availability probes of other packages: a project
+# name that reads one of them is a probe of the project's own (project.py).
+_PROBE_RULES = ("XLA005", "XLA006")
+
+
+def availability_probes(catalogue: Catalogue) -> frozenset[str]:
+    return frozenset(name for code in _PROBE_RULES if code in catalogue.by_code for name in catalogue.by_code[code].match)

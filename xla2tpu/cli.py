@@ -19,7 +19,8 @@ from xla2tpu.config import Config, ConfigError
 from xla2tpu.diagnostics import FileResult
 from xla2tpu.report import progress, text
 from xla2tpu.shard import Shard, ShardError
-from xla2tpu.workflow import Outcome, process, run, settings_for, write_back
+from xla2tpu.project import EMPTY
+from xla2tpu.workflow import Outcome, process, run, settings_for, stdin_context, write_back
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "concise", "json", "sarif", "github")
@@ -51,6 +52,7 @@ def _options(command: Callable) -> Callable:
         click.option("--no-cache", is_flag=True, help="Read and analyse every file, ignoring and not updating the cache."),
         click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), help=f"Where results are cached (default: {DEFAULT_DIR} in the project root)."),
         click.option("--shard", help="K/N: process only this deterministic share of the files (by a hash of each path), for a CI matrix."),
+        click.option("--project-root", type=click.Path(path_type=Path, file_okay=False, exists=True), help="The folder whose modules make up the project model (default: the nearest one above the first path holding pyproject.toml, .git, setup.py or setup.cfg)."),
     ]
     for decorator in reversed(decorators):
         command = decorator(command)
@@ -112,13 +114,14 @@ def _process(options: dict) -> tuple[Outcome, Config, Catalogue, bytes | None]:
         if options["stdin_filename"]:
             selected = config.selected_for(catalogue, Path(name), settings.selected)
             settings = settings.__class__(selected, settings.apply, settings.target)
-        result = process(name, data, settings)
+        context = stdin_context(name, data, config, catalogue, settings, cache, options["project_root"]) if options["stdin_filename"] else EMPTY
+        result = process(name, data, settings, context)
         outcome = Outcome(results=[result], files=1, lines=result.lines, parsed=int(result.parsed))
         return outcome, config, catalogue, data
     if any(str(p) == "-" for p in paths):
         _fail("`-` (standard input) cannot be combined with other paths")
     with progress.bar(progress.wanted(options["output_format"] in MACHINE_FORMATS)) as bar:
-        outcome = run(paths, config, catalogue, settings, options["jobs"], cache, shard, bar)
+        outcome = run(paths, config, catalogue, settings, options["jobs"], cache, shard, bar, options["project_root"])
     return outcome, config, catalogue, None
 
 

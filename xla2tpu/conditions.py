@@ -179,6 +179,12 @@ def facts_behind(case: Case, facts: Facts) -> list[str]:
     return [facts.get(c.arg).describe() for c in case.when if c.kind == "fact"]
 
 
+def explained(message: str, case: Case, facts: Facts) -> str:
+    """`message` with the facts its case tested, when it tested any (see facts_behind)."""
+    behind = facts_behind(case, facts)
+    return message + " [because " + "; ".join(behind) + "]" if behind else message
+
+
 def applies(rule: Rule, site: Site) -> bool:
     """Whether the rule's own `when` holds here; when it does not, the site is not a finding."""
     return all(_holds(condition, site) for condition in rule.when)

@@ -27,15 +27,18 @@ from xla2tpu.noqa import Suppressions, skip_file
 from xla2tpu.layout import Layout
 from xla2tpu.outline import Outline, Plan
 from xla2tpu.prefilter import holds_token, may_hold_idiom
-from xla2tpu.resolve import Canonicaliser, ImportResolver, UseResolver
+from xla2tpu.project import EMPTY, Context
+from xla2tpu.project_findings import project_findings
+from xla2tpu.resolve import ImportResolver, UseResolver
 from xla2tpu.rewriter import FileContext, Rewriter, lint_reads
 from xla2tpu.settings import Settings
 
 
-def process_source(path: str, data: bytes, settings: Settings) -> FileResult:
-    """Lint and fix one file's bytes; never raises for a problem in the input."""
+def process_source(path: str, data: bytes, settings: Settings, context: Context = EMPTY) -> FileResult:
+    """Lint and fix one file's bytes; never raises for a problem in the input. `context` is
+    what the project model says of the file (project.py)."""
     result = FileResult.counted(path, data)
-    if not may_hold_idiom(data):
+    if not (context.forced or context.findings or may_hold_idiom(data)):
         return result
     try:
         decoded = decode(data)
@@ -45,7 +48,7 @@ def process_source(path: str, data: bytes, settings: Settings) -> FileResult:
     if skip_file(decoded.text):
         return result
     try:
-        _rewrite(result, decoded, settings)
+        _rewrite(result, decoded, settings, context)
     except _ParseError as exc:
         result.error = str(exc)
     except _InputSyntaxError as exc:
@@ -111,11 +114,11 @@ def _parse(decoded: Decoded, plan: Plan | None, inspects: Callable[[str], bool])
     return Layout.full(module, decoded.text, decoded.tree)
 
 
-def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
+def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: Context) -> None:
     catalogue = catalogue_mod.load()
-    canonical = Canonicaliser(catalogue.module_renames)
+    canonical = context.canonicaliser(catalogue.module_renames)
     tree = decoded.tree
-    facts = result.facts = compute_facts(tree, decoded.text, canonical, result.path)
+    facts = result.facts = context.apply(compute_facts(tree, decoded.text, canonical, result.path))
     verdicts = prechecks.verdicts(catalogue, settings.selected, decoded.text, facts)
     selected = settings.selected - prechecks.disabled(catalogue, verdicts)
     suppressions = Suppressions(decoded.text)
@@ -125,6 +128,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
         if _imports_xla(tree):
             result.diagnostics = sorted(_verdict_findings(verdicts, suppressions))
         return
+    found_by_project = project_findings(catalogue, selected, settings.target, context, decoded.text, facts, suppressions)
     index = build(catalogue, selected)
     plan = None if tree is None else Plan(tree, canonical, index)
     lints = [rule for rule in index.lints if lint_reads(rule, settings.target, decoded.text)]
@@ -136,8 +140,9 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings) -> None:
     module.visit(resolver)
 
     def rule_pass(facts: Facts) -> tuple[FileContext, cst.Module]:
-        ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline, facts, tree)
+        ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline, facts, tree, context.defined)
         ctx.diagnostics.extend(_verdict_findings(verdicts, suppressions))
+        ctx.diagnostics.extend(found_by_project)
         rewriter = Rewriter(ctx, module)
         new_module = module.visit(rewriter)
         if has_matching_import(ctx, canonical):
@@ -183,7 +188,7 @@ def _migrated_launch(ctx: FileContext, facts: Facts, catalogue: catalogue_mod.Ca
     launches = {rule.code for rule in catalogue.rules for case in rule.cases if case.template == "tpu-launch"}
     if not any(d.fixed and d.code in launches for d in ctx.diagnostics):
         return None
-    reason = 'its torch_xla launch becomes a TorchTPU launch in this fix: every worker joins the "tpu" process group'
+    reason = 'has its torch_xla launch migrated to TorchTPU by this fix: every worker joins the "tpu" process group'
     return Fact("processes", "process-group", facts.processes.evidence, reason)
 
 

@@ -22,15 +22,13 @@ import io
 import os
 import re
 import tokenize
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from xla2tpu.ast_blocks import blocks
+from xla2tpu.canonical import Canonicaliser
 from xla2tpu.pins import forget_pins, transformers_pin
 
-if TYPE_CHECKING:  # resolve imports libcst, which a fully cached run never loads
-    from xla2tpu.resolve import Canonicaliser
 
 # The facts and the values each can take (the catalogue validates `fact:` conditions against it).
 VALUES: dict[str, tuple[str, ...]] = {
@@ -161,7 +159,7 @@ UNKNOWN = Facts(
 class _Scan:
     """The first evidence of each kind in the walked statements."""
 
-    def __init__(self, text: str, canonical: Callable[[str], str]) -> None:
+    def __init__(self, text: str, canonical: Canonicaliser) -> None:
         self.text = text
         self.canonical = canonical
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
@@ -187,7 +185,10 @@ class _Scan:
     def bind(self, node: ast.Import | ast.ImportFrom) -> None:
         module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
         if isinstance(node, ast.ImportFrom) and node.level:
-            return  # a relative import names the project's own modules
+            # The project's own module, resolved by the project model (or else not at all).
+            module = self.canonical.absolute(node.level, module) or ""
+            if not module:
+                return
         for alias in node.names:
             qualname = f"{module}.{alias.name}" if module else alias.name
             if qualname.startswith("torch_xla"):
@@ -418,7 +419,7 @@ def compute(tree: ast.Module | None, text: str, canonical: Canonicaliser, path: 
                  _flag(scan, "data-parallel", "data-parallel"), _transformers(text, path))
 
 
-def _scan(tree: ast.Module, text: str, canonical: Callable[[str], str]) -> _Scan:
+def _scan(tree: ast.Module, text: str, canonical: Canonicaliser) -> _Scan:
     scan = _Scan(text, canonical)
     for found in _module_imports(tree.body):  # first: later statements resolve through them
         scan.bind(found)
@@ -602,7 +603,7 @@ def _sibling_hardware(full: str, size: int, mtime: int) -> Fact:
         tree = ast.parse(text)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return unknown
-    return _hardware(_scan(tree, text, str), "")
+    return _hardware(_scan(tree, text, Canonicaliser({})), "")
 
 
 def _flag(scan: _Scan, name: str, kind: str) -> Fact:

@@ -13,7 +13,7 @@ from collections.abc import Container
 import libcst as cst
 
 from xla2tpu.conditions import Site, applies, choose
-from xla2tpu.resolve import Canonicaliser, UseResolver, dotted_name
+from xla2tpu.resolve import Canonicaliser, UseResolver, dotted_name, from_module
 from xla2tpu.rewriter import FileContext, StatementPruner
 
 
@@ -36,9 +36,9 @@ def _aliases(
             bound = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else full.split(".")[0]
             out.append((canonical(full), bound, alias))
         return out
-    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+    module = from_module(node, canonical)
+    if module is None or isinstance(node.names, cst.ImportStar):
         return out
-    module = dotted_name(node.module) or ""
     for alias in node.names:
         name = dotted_name(alias.name) or ""
         bound = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name

@@ -46,7 +46,7 @@ from xla2tpu.index import RuleIndex
 from xla2tpu.ast_blocks import blocks
 from xla2tpu.layout import Group, Layout, assigned_names, groups_of, lines_code
 from xla2tpu.prefilter import holds_token
-from xla2tpu.resolve import Canonicaliser
+from xla2tpu.canonical import PROJECT, Canonicaliser
 
 # Names a transform asks the scope about (`Scope.binds`), beyond the import-bound ones.
 _ALSO_WATCHED = ("bool",)
@@ -64,7 +64,9 @@ def _imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
 
 def _bound(node: ast.Import | ast.ImportFrom, canonical: Canonicaliser) -> Iterator[tuple[str, str]]:
     """(name bound, qualified name) for each alias of an import."""
-    module = "." * node.level + (node.module or "") if isinstance(node, ast.ImportFrom) else ""
+    module = ""
+    if isinstance(node, ast.ImportFrom):
+        module = (canonical.absolute(node.level, node.module or "") if node.level else node.module) or ("." * node.level + (node.module or ""))
     for alias in node.names:
         if alias.name == "*":
             return
@@ -121,7 +123,7 @@ class Plan:
             for found in _imports(node):
                 for bound, qualname in _bound(found, canonical):
                     watched.add(bound)
-                    if holds_token(qualname) or any(
+                    if holds_token(qualname) or qualname.startswith(PROJECT) or any(
                         qualname == name or qualname.startswith(name + ".") for name in untokened
                     ):
                         interesting.add(bound)

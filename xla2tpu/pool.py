@@ -19,7 +19,9 @@ from xla2tpu.settings import Settings
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-Item = tuple[str, bytes, Settings]  # path, bytes, settings
+    from xla2tpu.project import Context
+
+Item = tuple[str, bytes, Settings, "Context"]  # path, bytes, settings, what the project says of it
 
 # Below this many files a pool costs more to start than it saves.
 _POOL_MIN_FILES = 16

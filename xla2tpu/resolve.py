@@ -10,9 +10,11 @@ Binding a name to `None` (the `except ImportError: xm = None` fallback) does not
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable
 
 import libcst as cst
+
+from xla2tpu.canonical import Canonicaliser
 
 # A binding that is not an import (assignment, parameter, loop target, def, class...).
 _OTHER = "<other>"
@@ -98,20 +100,6 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
-class Canonicaliser:
-    """Maps legacy module paths to the current ones (prefix renames from the catalogue)."""
-
-    def __init__(self, renames: Mapping[str, str]) -> None:
-        # Longest prefix first, so nested renames win.
-        self._renames = sorted(renames.items(), key=lambda kv: -len(kv[0]))
-
-    def __call__(self, qualname: str) -> str:
-        for old, new in self._renames:
-            if qualname == old or qualname.startswith(old + "."):
-                return new + qualname[len(old):]
-        return qualname
-
-
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
@@ -179,8 +167,8 @@ class ImportResolver(cst.CSTVisitor):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self.imports.append((node, self.scope))
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            # A package-relative name is not resolved: it only shadows.
+        if from_module(node, self.canonical) is None or isinstance(node.names, cst.ImportStar):
+            # A package-relative name the project model did not resolve only shadows.
             if not isinstance(node.names, cst.ImportStar):
                 for alias in node.names:
                     self.scope.bind(_bound_name(alias), _OTHER)
@@ -259,14 +247,25 @@ def import_targets(node: cst.Import | cst.ImportFrom, canonical: Canonicaliser) 
                 root = full.split(".", 1)[0]
                 out.add((root, root))
         return out
-    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+    module = from_module(node, canonical)
+    if module is None or isinstance(node.names, cst.ImportStar):
         return out
-    module = dotted_name(node.module)
     for alias in node.names:
         name = dotted_name(alias.name)
         if module is not None and name is not None:
             out.add((_bound_name(alias), canonical(f"{module}.{name}")))
     return out
+
+
+def from_module(node: cst.ImportFrom, canonical: Canonicaliser) -> str | None:
+    """The absolute module a `from` import reads: as written, or, for a relative one, as
+    the project model resolved it (None: not resolved)."""
+    module = dotted_name(node.module) if node.module is not None else ""
+    if module is None:
+        return None
+    if node.relative:
+        return canonical.absolute(len(node.relative), module)
+    return module or None
 
 
 def _bound_name(alias: cst.ImportAlias) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -19,7 +19,7 @@ from libcst.metadata import CodeRange
 from xla2tpu import earlier, patterns, templates
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.call_layout import keep_layout
-from xla2tpu.conditions import Site, applies, bind, choose, facts_behind, literal_text
+from xla2tpu.conditions import Site, applies, bind, choose, explained, literal_text
 from xla2tpu.env_reads import variables_read
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.emission import Speller
@@ -62,8 +62,10 @@ class FileContext:
         outline: Outline,
         facts: Facts = UNKNOWN,
         tree: ast.Module | None = None,
+        defined: Mapping[str, str] | None = None,
     ) -> None:
         self.source = source
+        self.defined = defined or {}  # project probe -> where it is defined (project.py)
         self.tree = tree  # CPython's tree of the whole file, when it has one
         self.facts = facts
         self.outline = outline
@@ -88,21 +90,22 @@ class FileContext:
         return variables_read(self.source)
 
     def report(
-        self, rule: Rule, case: Case, where: CodeRange, fixable: bool, source: str = "", note: str = ""
+        self, rule: Rule, case: Case, where: CodeRange, fixable: bool, source: str = "", note: str = "", name: str = ""
     ) -> bool:
         """Record a finding unless a noqa comment suppresses it; True when its fix is applied.
-        `note` says why a fix the case would make is withheld at this site."""
+        `note` says why a fix the case would make is withheld at this site; `name` is the
+        qualified name matched (a project probe's tells `{defined}`)."""
         line, col = where.start.line, where.start.column + 1
         if self.suppressions.suppressed(line, rule.code):
             return False
         fix = case.fix if fixable else FixClass.MANUAL
         applied = fix is not FixClass.MANUAL and fix in self.settings.apply
         message = case.message.replace("{source}", source) if "{source}" in case.message else case.message
+        if "{defined}" in message:
+            message = message.replace("{defined}", self.defined.get(".".join(name.split(".")[:4]), "another module"))
         if note:
             message = f"{message} ({note})"
-        behind = facts_behind(case, self.facts)
-        if behind:
-            message += " [because " + "; ".join(behind) + "]"
+        message = explained(message, case, self.facts)
         self.diagnostics.append(
             Diagnostic(line, col, rule.code, message, fix, applied, where.end.line, where.end.column + 1)
         )
@@ -308,11 +311,14 @@ class Rewriter(StatementPruner):
         resolver = self.ctx.resolver
         return Speller(self.scope, list(self._parents), resolver.scope_of, resolver.canonical)
 
-    def _report(self, rule: Rule, case: Case, original: cst.CSTNode, fixable: bool, speller: Speller | None) -> bool:
+    def _report(
+        self, rule: Rule, case: Case, original: cst.CSTNode, fixable: bool, speller: Speller | None, name: str = ""
+    ) -> bool:
         """Record the finding; a fix whose names cannot be written where it lands (the
         speller's note says why) is reported as manual. True when the fix is applied."""
         note = speller.note if fixable and speller is not None else ""
-        applied = self.ctx.report(rule, case, self._where(original), fixable and not note, self._source(case, original), note)
+        where = self._where(original)
+        applied = self.ctx.report(rule, case, where, fixable and not note, self._source(case, original), note, name)
         if not applied:
             self.unfixed[id(original)] = original
         return applied
@@ -481,7 +487,7 @@ class Rewriter(StatementPruner):
             spelling, needed = speller(case.template + _tail(rule, qualname))
             node = cst.parse_expression(spelling).with_changes(lpar=updated.lpar, rpar=updated.rpar)
             built = node, speller, {needed} if needed else set()
-        applied = self._report(rule, case, original, case.fixable, built[1] if built is not None else None)
+        applied = self._report(rule, case, original, case.fixable, built[1] if built is not None else None, qualname)
         if not applied or built is None:
             return updated
         return self._apply(built)
@@ -610,7 +616,7 @@ class Rewriter(StatementPruner):
         built = self._render(case, site, updated_node) if fixable and not structural and case.action != "delete" else None
         if built is not None:
             speller = built[1]
-        applied = self._report(rule, case, original_node, fixable, speller)
+        applied = self._report(rule, case, original_node, fixable, speller, qualname)
         if (not fixable or speller.note or case.fix is FixClass.MANUAL) and before_args is not None:
             return self._keep_arguments(original_node, updated_node, before_args, inner_end)
         if not applied:

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from xla2tpu import notebook, pool
+from xla2tpu import project as project_mod
 from xla2tpu.cache import Cache
-from xla2tpu.catalogue import Catalogue
+from xla2tpu.catalogue import Catalogue, availability_probes
 from xla2tpu.config import Config
 from xla2tpu.diagnostics import FileResult, FixClass
 from xla2tpu.facts import forget_folders, location_key
-from xla2tpu.files import SOURCE_SUFFIXES, Excluder, FileProblem, Found, discover, read, write_atomic
+from xla2tpu.files import SOURCE_SUFFIXES, Excluder, FileProblem, Found, discover, write_atomic
+from xla2tpu.files import read as read_file
 from xla2tpu.prefilter import may_hold_idiom
+from xla2tpu.project import EMPTY, Context, Project, find_root
 from xla2tpu.settings import Settings
 from xla2tpu.shard import Shard
 
@@ -53,13 +57,28 @@ def settings_for(config: Config, catalogue: Catalogue, unsafe_fixes: bool) -> Se
     return Settings(config.selected(catalogue), fix_classes(unsafe_fixes), config.target)
 
 
-def process(path: str, data: bytes, settings: Settings) -> FileResult:
+def process(path: str, data: bytes, settings: Settings, context: Context = EMPTY) -> FileResult:
     """One file's result, a notebook's or a Python file's."""
     if path.endswith(notebook.SUFFIX):
         return notebook.process_notebook(path, data, settings)
     from xla2tpu import engine
 
-    return engine.process_source(path, data, settings)
+    return engine.process_source(path, data, settings, context)
+
+
+def stdin_context(name: str, data: bytes, config: Config, catalogue: Catalogue, settings: Settings, cache: Cache | None,
+                  project_root: Path | None) -> Context:
+    """What the project around `--stdin-filename` says of the source read from stdin: the
+    same model as for the file on disk, with these bytes in its place."""
+    if name.endswith(notebook.SUFFIX):
+        return EMPTY
+    excluder = Excluder(config.root, [*config.exclude, *config.extend_exclude])
+    model = load_project(project_root or find_root([Path(name)]), excluder, catalogue, cache, {}, {name: data})
+    for path, program, program_settings in _programs(model, settings, [(name, data, settings)]):
+        result = process(path, program, program_settings, model.context(path))
+        if result.facts is not None:
+            model.settle(os.path.abspath(path), result.facts.processes)
+    return model.context(name)
 
 
 def _found(paths: Sequence[Path], excluder: Excluder, shard: Shard | None, root: Path) -> list[Found]:
@@ -76,6 +95,7 @@ def run(
     cache: Cache | None = None,
     shard: Shard | None = None,
     progress: Callable[[int], Callable[[], None]] | None = None,
+    project_root: Path | None = None,
 ) -> Outcome:
     """Every file under `paths` (this shard's share), from the cache when it holds the file.
 
@@ -89,7 +109,22 @@ def run(
     excluder = Excluder(config.root, [*config.exclude, *config.extend_exclude])
     found = _found(paths, excluder, shard, config.root)
     step = progress(len(found)) if progress is not None else None
-    notebooks: list[tuple[str, bytes, Settings]] = []
+    read: list[tuple[str, bytes, Settings]] = []
+    for item in found:
+        name = str(item.path)
+        if item.problem is not None:
+            outcome.results.append(FileResult(name, error=item.problem))
+            continue
+        try:
+            data = read_file(item.path)
+        except FileProblem as exc:
+            outcome.results.append(FileResult(name, error=str(exc)))
+            continue
+        digests[name] = hashlib.sha256(data).digest()
+        selected = config.selected_for(catalogue, item.path, settings.selected)
+        read.append((name, data, settings if selected is settings.selected else Settings(selected, settings.apply, settings.target)))
+    model = load_project(project_root or find_root(paths), excluder, catalogue, cache,
+                         {name: data for name, data, _ in read if not name.endswith(notebook.SUFFIX)})
 
     def add(result: FileResult) -> None:
         outcome.files += 1
@@ -102,50 +137,96 @@ def run(
             outcome.results.append(result)
 
     def finished(result: FileResult) -> None:
-        if cache is not None:
+        if cache is not None and result.path in keys:
             cache.put(keys[result.path], result, locations.get(result.path))
-        add(result)
 
-    def to_parse() -> Iterator[tuple[str, bytes, Settings]]:
-        """Python files that may hold an idiom, as they are read; the rest are done here."""
-        for item in found:
-            name = str(item.path)
-            if item.problem is not None:
-                outcome.results.append(FileResult(name, error=item.problem))
-                continue
-            try:
-                data = read(item.path)
-            except FileProblem as exc:
-                outcome.results.append(FileResult(name, error=str(exc)))
-                continue
-            digests[name] = hashlib.sha256(data).digest()
-            selected = config.selected_for(catalogue, item.path, settings.selected)
-            file_settings = settings if selected is settings.selected else Settings(selected, settings.apply, settings.target)
-            is_notebook = name.endswith(notebook.SUFFIX)
-            if cache is not None:
-                keys[name] = cache.key(digests[name], notebook.SUFFIX if is_notebook else ".py", file_settings)
-                hit = cache.get(keys[name], name)
-                # A result whose facts were computed holds only while the file's location
-                # says the same (its folder, the modules importing it, the project's pins).
-                if hit is not None and (hit[1] is None or hit[1] == location_key(name, data)):
-                    add(hit[0])
-                    continue
-            idioms = is_notebook or may_hold_idiom(data)
-            if cache is not None and idioms:
-                locations[name] = location_key(name, data)
-            if is_notebook:
+    def cached(name: str, data: bytes, file_settings: Settings, context: Context) -> FileResult | None:
+        """The stored result, when its facts saw what the file's location shows now (its
+        folder, the modules importing it, the project's pins and model)."""
+        if cache is None:
+            return None
+        is_notebook = name.endswith(notebook.SUFFIX)
+        keys[name] = cache.key(digests.get(name) or hashlib.sha256(data).digest(), notebook.SUFFIX if is_notebook else ".py", file_settings)
+        hit = cache.get(keys[name], name)
+        location = location_key(name, data) + (context.key() if context is not EMPTY else "")
+        if hit is not None and (hit[1] is None or hit[1] == location):
+            return hit[0]
+        locations[name] = location
+        return None
+
+    def compute(items: Sequence[tuple[str, bytes, Settings]]) -> Iterator[FileResult]:
+        """Results of `items`, from the cache or computed (Python files in the pool)."""
+        work: list[tuple[str, bytes, Settings, Context]] = []
+        notebooks: list[tuple[str, bytes, Settings]] = []
+        done: list[FileResult] = []
+        for name, data, file_settings in items:
+            context = model.context(name)
+            hit = cached(name, data, file_settings, context)
+            if hit is not None:
+                done.append(hit)
+            elif name.endswith(notebook.SUFFIX):
                 notebooks.append((name, data, file_settings))
-            elif idioms:
-                yield name, data, file_settings
-            else:  # nothing to parse, and its bytes are not kept
-                finished(FileResult.counted(name, data))
+            elif context.forced or context.findings or may_hold_idiom(data):
+                work.append((name, data, file_settings, context))
+            else:  # nothing to parse
+                result = FileResult.counted(name, data)
+                finished(result)
+                done.append(result)
+        yield from done
+        for result in pool.run(work, jobs):
+            finished(result)
+            yield result
+        for item in notebooks:
+            result = process(*item)
+            finished(result)
+            yield result
 
-    for result in pool.run(to_parse(), jobs):
-        finished(result)
-    for item in notebooks:
-        finished(process(*item))
+    programs = _programs(model, settings, read)
+    for result in compute(programs):
+        if result.facts is not None:
+            model.settle(os.path.abspath(result.path), result.facts.processes)
+        if any(result.path == item[0] for item in read):
+            add(result)
+    settled = {os.path.abspath(item[0]) for item in programs}
+    rest = [item for item in read if os.path.abspath(item[0]) not in settled]
+    for result in compute(rest):
+        add(result)
     outcome.results.sort(key=lambda r: r.path)
     return outcome
+
+
+def _programs(model: Project, settings: Settings, read: Sequence[tuple[str, bytes, Settings]]) -> list[tuple[str, bytes, Settings]]:
+    """The programs of the project whose torch_xla launch this fix may migrate (only unsafe
+    fixes do), the run's own or read now: what the modules they import inherit is their
+    processes after the fix, so they are processed first."""
+    if FixClass.UNSAFE not in settings.apply:
+        return []
+    given = {os.path.abspath(item[0]): item for item in read}
+    items = []
+    for path in model.programs():
+        if path in given:
+            items.append(given[path])
+            continue
+        try:
+            items.append((path, read_file(Path(path)), settings))
+        except FileProblem:
+            continue  # its own run reports it
+    return items
+
+
+def load_project(root: Path, excluder: Excluder, catalogue: Catalogue, cache: Cache | None,
+                 files: dict[str, bytes], override: dict[str, bytes] | None = None) -> Project:
+    """The model of the project at `root` (project.py), its module summaries kept in the cache."""
+    listed = [os.path.abspath(found.path) for found in discover([root], excluder, (".py",)) if found.problem is None]
+    known = set(listed)
+    listed += [path for path in map(os.path.abspath, [*files, *(override or {})]) if path not in known]
+    stored = cache.summaries() if cache is not None else {}
+    model, store = project_mod.build(
+        Path(os.path.abspath(root)), {os.path.abspath(k): v for k, v in files.items()}, listed, stored,
+        catalogue.module_renames, availability_probes(catalogue), {os.path.abspath(k): v for k, v in (override or {}).items()})
+    if cache is not None and store != stored:
+        cache.keep_summaries(store)
+    return model
 
 
 def write_back(result: FileResult) -> str | None:

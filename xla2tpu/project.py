@@ -1,0 +1,418 @@
+"""The project model: the modules of the repository a run belongs to, what each imports,
+and the facts that cross from one module to another.
+
+A file's rewrite often depends on another file: a package's own availability probe is
+imported relatively (`from ...utils import is_torch_xla_available`), a flag is set in one
+module and read in others, a trainer module only ever runs inside the workers another
+file starts with `xmp.spawn`, a device class keeps `dist_backend = "xla"` for a module that
+hands it to `init_process_group`. The model sees those links; each file then gets a
+`Context` (what its relative imports and the project's re-exports mean, the processes /
+SPMD / DDP facts it inherits from the programs that import it, the project's findings in
+it), which the engine applies like the file's own facts.
+
+The model covers the whole project (the folder holding `pyproject.toml` / `.git`, or
+`--project-root`), whichever files a run names: a pre-commit run over three staged files
+sees the same model, and so gives the same findings, as a run over the tree; every shard
+of `--shard` too. Each module is summarised once (modules.py) and kept in the cache by
+size and time, so a warm run reads no file it does not check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from xla2tpu.canonical import PROJECT, Canonicaliser
+from xla2tpu.facts import Fact, Facts
+from xla2tpu.files import FileProblem, read
+from xla2tpu.modules import Definition, Import, Site, Summary, summarise
+from xla2tpu.prefilter import holds_token
+
+_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
+_DEPTH = 12  # re-export chains longer than this are not followed (a cycle, or nothing real)
+
+
+def find_root(paths: Iterable[Path]) -> Path:
+    """The project a run belongs to: the nearest folder above the first path that holds a
+    project marker (`pyproject.toml`, `.git`, `setup.py`, `setup.cfg`), else the folder run in."""
+    first = next(iter(paths), Path("."))
+    start = Path(os.path.abspath(first))
+    for folder in [start, *start.parents] if start.is_dir() else start.parents:
+        if any((folder / marker).exists() for marker in _MARKERS):
+            return folder
+    cwd = Path.cwd()
+    return cwd if start == cwd or cwd in start.parents else (start if start.is_dir() else start.parent)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A finding the model makes in a file, with the rule code it belongs to."""
+
+    code: str
+    site: Site
+    defined: str  # where the reason lies: "composer/utils/dist.py:579 `...`"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the project says of one file (picklable: it goes to the worker with the file)."""
+
+    relative: Mapping[tuple[int, str], str] = field(default_factory=dict)  # (dots, module) -> absolute module
+    aliases: Mapping[str, str] = field(default_factory=dict)  # imported name -> what it means
+    defined: Mapping[str, str] = field(default_factory=dict)  # PROJECT name -> where and what it is
+    processes: Fact | None = None  # inherited from the programs that import the file
+    spmd: Fact | None = None
+    data_parallel: Fact | None = None
+    findings: tuple[Finding, ...] = ()
+    # The file must be analysed even without a prefilter token: it reads a project probe.
+    forced: bool = False
+
+    def canonicaliser(self, renames: Mapping[str, str]) -> Canonicaliser:
+        return Canonicaliser(renames, self.aliases, self.relative)
+
+    def apply(self, facts: Facts) -> Facts:
+        """The file's facts with what it inherits: a module run inside a program's workers
+        (or under its SPMD mode, or its DDP wrapper) is judged as part of that program."""
+        updated = facts
+        inherited = self.processes
+        own = facts.processes.value
+        if inherited is not None and own not in ("spawn", "process-group"):
+            if own == "one" and inherited.value == "process-group":
+                reason = f"a one-process program of its own, and also {inherited.reason}: rewrites must be right for both"
+                updated = replace(updated, processes=Fact("processes", "unknown", None, reason))
+            else:
+                updated = replace(updated, processes=inherited)
+        if self.spmd is not None and facts.spmd.value == "no":
+            updated = replace(updated, spmd=self.spmd)
+        if self.data_parallel is not None and facts.data_parallel.value == "no":
+            updated = replace(updated, data_parallel=self.data_parallel)
+        return updated
+
+    def key(self) -> str:
+        """A stable text of the context, for the results cache."""
+        def fact(f: Fact | None) -> object:
+            return None if f is None else [f.value, f.reason]
+        return json.dumps([sorted(f"{k[0]}|{k[1]}|{v}" for k, v in self.relative.items()), sorted(self.aliases.items()),
+                           sorted(self.defined.items()), fact(self.processes), fact(self.spmd), fact(self.data_parallel),
+                           [[f.code, f.site.line, f.site.col, f.defined] for f in self.findings], self.forced])
+
+
+EMPTY = Context()
+
+
+@dataclass
+class Module:
+    path: str  # absolute
+    shown: str  # as the run shows it (relative to the project root)
+    name: str  # dotted
+    root: str  # the folder it is imported from (a sys.path entry)
+    package: str  # the dotted package its relative imports start from ("" when none)
+    summary: Summary
+
+
+class Project:
+    def __init__(self, root: Path, summaries: Mapping[str, Summary], renames: Mapping[str, str], probes: frozenset[str]) -> None:
+        """`summaries`: absolute path -> summary of every Python file of the project;
+        `probes`: the catalogue's availability probes (their qualified names)."""
+        self.root = root
+        self._renames = renames
+        self._catalogue_probes = probes
+        inits = {os.path.dirname(p) for p in summaries if os.path.basename(p) == "__init__.py"}
+        self.modules: dict[str, Module] = {}
+        self._by_name: dict[str, list[Module]] = {}
+        for path, summary in summaries.items():
+            module = self._module(path, summary, inits)
+            self.modules[path] = module
+            self._by_name.setdefault(module.name, []).append(module)
+        self._follow: dict[tuple[str, str], str] = {}
+        self._probes: dict[tuple[str, str], Definition] = {}
+        self._find_probes()
+        self._follow.clear()  # names followed while probes were still being found
+        self._backends = self._backend_names()
+        self._programs: dict[str, Fact] = {}  # path -> a program's processes fact as its run settles it
+        self._inherited: dict[str, dict[str, list[tuple[Module, Fact]]]] | None = None
+
+    # ------------------------------------------------------------------ modules
+    def _module(self, path: str, summary: Summary, inits: set[str]) -> Module:
+        folder, name = os.path.split(path)
+        stem = name[:-3] if name.endswith(".py") else name
+        parts = [] if stem == "__init__" else [stem]
+        package: list[str] = []
+        root = str(self.root)
+        while folder in inits and len(folder) >= len(root) and folder != root:
+            folder, part = os.path.split(folder)
+            package.insert(0, part)
+        if folder in inits and folder == root:  # the project root is itself a package folder
+            folder, part = os.path.split(folder)
+            package.insert(0, part)
+        dotted = ".".join(package + parts) or stem
+        return Module(path, os.path.relpath(path, self.root), dotted, folder, ".".join(package), summary)
+
+    def _named(self, name: str, near: Module) -> Module | None:
+        """The module a dotted name means when `near` imports it: the one importable from
+        `near`'s own folder first (a script beside its helpers), else the only one."""
+        found = self._by_name.get(name)
+        if not found:
+            return None
+        same = [m for m in found if m.root == near.root]
+        if len(same) == 1:
+            return same[0]
+        return found[0] if len(found) == 1 else None
+
+    def _absolute(self, item: Import, module: Module) -> str | None:
+        """The absolute dotted module an import reads (relative ones through `module`'s package)."""
+        if not item.level:
+            return item.module
+        base = module.package.split(".") if module.package else []
+        if item.level - 1 > len(base):
+            return None
+        base = base[: len(base) - (item.level - 1)]
+        full = ".".join([*base, item.module] if item.module else base)
+        return full or None
+
+    def _targets(self, item: Import, module: Module) -> str | None:
+        """The qualified name an import binds."""
+        absolute = self._absolute(item, module)
+        if absolute is None:
+            return None
+        return absolute if item.name is None else f"{absolute}.{item.name}"
+
+    def _split(self, qualname: str, near: Module) -> tuple[Module, list[str]] | None:
+        """The project module a qualified name lies in, and the attribute path under it."""
+        parts = qualname.split(".")
+        for end in range(len(parts), 0, -1):
+            module = self._named(".".join(parts[:end]), near)
+            if module is not None:
+                return module, parts[end:]
+        return None
+
+    def follow(self, qualname: str, near: Module, depth: int = 0) -> str:
+        """What a qualified name imported by `near` means: through the project's re-exports
+        to the name outside it (`mypkg.compat.xm` → `torch_xla.core.xla_model`), or to the
+        project's own probe (`PROJECT…`); as it is when neither."""
+        key = (qualname, near.root)
+        if key in self._follow:
+            return self._follow[key]
+        self._follow[key] = qualname  # a cycle resolves to the name itself
+        result = qualname
+        found = self._split(qualname, near) if depth < _DEPTH else None
+        if found is not None and found[1]:
+            module, rest = found
+            first = rest[0]
+            probe = self._probes.get((module.path, first))
+            binding = _top_binding(module.summary, first)
+            if probe is not None:
+                result = PROJECT + "probe." + _probe_key(module, first) + "".join("." + r for r in rest[1:])
+            elif binding is not None:
+                target = self._targets(binding, module)
+                if target is not None:
+                    result = self.follow(".".join([target, *rest[1:]]), module, depth + 1)
+        self._follow[key] = result
+        return result
+
+    # ------------------------------------------------------------------ probes
+    def _find_probes(self) -> None:
+        """(path, name) of every module-level name that holds or computes whether torch_xla is
+        installed: one that probes it itself, or reads one that does (to a fixed point)."""
+        candidates = [(m, d) for m in self.modules.values() for d in m.summary.definitions]
+        probes = self._probes
+        probes.update({(m.path, d.name): d for m, d in candidates if d.direct})
+        changed = True
+        while changed:
+            changed = False
+            for module, definition in candidates:
+                key = (module.path, definition.name)
+                if key in probes:
+                    continue
+                if any(self._is_probe(name, module) for name in definition.reads):
+                    probes[key] = definition
+                    changed = True
+                    self._follow.clear()
+
+    def _is_probe(self, name: str, module: Module) -> bool:
+        probes = self._probes
+        if (module.path, name) in probes:
+            return True
+        binding = _top_binding(module.summary, name)
+        if binding is None:
+            return False
+        target = self._targets(binding, module)
+        if target is None:
+            return False
+        found = self._split(target, module)
+        if found is not None and found[1] and (found[0].path, found[1][0]) in probes:
+            return True
+        return Canonicaliser(self._renames)(self.follow(target, module)) in self._catalogue_probes
+
+    # ------------------------------------------------------------------ backends
+    def _backend_names(self) -> dict[str, tuple[Module, Site]]:
+        """Names handed to `init_process_group` as the backend anywhere in the project."""
+        found: dict[str, tuple[Module, Site]] = {}
+        for module in self.modules.values():
+            for site in module.summary.backend_names:
+                found.setdefault(site.name, (module, site))
+        return found
+
+    # ------------------------------------------------------------------ programs
+    def _edges(self, module: Module) -> list[Module]:
+        """The project modules `module` imports (anywhere in it: a worker function's
+        imports run in the worker)."""
+        out = []
+        for item in module.summary.imports:
+            absolute = self._absolute(item, module)
+            if absolute is None:
+                continue
+            target = self._named(absolute, module)
+            if item.name is not None:
+                target = self._named(f"{absolute}.{item.name}", module) or target
+            if target is not None and target is not module:
+                out.append(target)
+        return out
+
+    def programs(self) -> list[str]:
+        """The paths of the modules whose torch_xla launch may be migrated by a fix: their
+        processes fact after the fix decides what the modules they import inherit."""
+        return [m.path for m in self.modules.values()
+                if m.summary.facts is not None and m.summary.facts.processes.value == "spawn" and self._edges(m)]
+
+    def settle(self, path: str, processes: Fact) -> None:
+        """A program's processes fact as its own run decided it (its launch migrated or not)."""
+        self._programs[path] = processes
+        self._inherited = None
+
+    def _inheritance(self) -> dict[str, dict[str, list[tuple[Module, Fact]]]]:
+        """path -> fact name -> (program, its fact) for every program whose imports reach it."""
+        if self._inherited is not None:
+            return self._inherited
+        inherited: dict[str, dict[str, list[tuple[Module, Fact]]]] = {}
+        for program in self.modules.values():
+            facts = program.summary.facts
+            if facts is None:
+                continue
+            processes = self._programs.get(program.path, facts.processes)
+            shown = [fact for fact in (processes, facts.spmd, facts.data_parallel)
+                     if (fact.name == "processes" and fact.value in ("spawn", "process-group")) or fact.value == "yes"]
+            if not shown:
+                continue
+            seen = {program.path}
+            queue = self._edges(program)
+            while queue:
+                module = queue.pop()
+                if module.path in seen:
+                    continue
+                seen.add(module.path)
+                for fact in shown:
+                    inherited.setdefault(module.path, {}).setdefault(fact.name, []).append((program, fact))
+                queue.extend(self._edges(module))
+        self._inherited = inherited
+        return inherited
+
+    def _inherited_fact(self, name: str, sources: list[tuple[Module, Fact]]) -> Fact:
+        """The fact a module inherits from the programs whose imports reach it: spawn wins
+        (its workers have no process group), then a process group; SPMD and DDP when any
+        program runs so. The reason names the program and its line."""
+        value = "yes"
+        if name == "processes":
+            value = "spawn" if any(f.value == "spawn" for _, f in sources) else "process-group"
+        program, fact = next((p, f) for p, f in sources if f.value == value)
+        where = f"{program.shown}:{fact.evidence.line} `{fact.evidence.text}`" if fact.evidence else program.shown
+        return Fact(name, value, None, f"imported by {program.shown}, which {fact.reason} ({where})")
+
+    # ------------------------------------------------------------------ contexts
+    def module(self, path: str) -> Module | None:
+        return self.modules.get(os.path.abspath(path))
+
+    def context(self, path: str) -> Context:
+        module = self.module(path)
+        if module is None:
+            return EMPTY
+        relative: dict[tuple[int, str], str] = {}
+        aliases: dict[str, str] = {}
+        defined: dict[str, str] = {}
+        forced = False
+        for item in module.summary.imports:
+            absolute = self._absolute(item, module)
+            if absolute is None:
+                continue
+            if item.level:
+                relative[(item.level, item.module)] = absolute
+            qualname = absolute if item.name is None else f"{absolute}.{item.name}"
+            meaning = self.follow(qualname, module)
+            if meaning != qualname:
+                aliases[qualname] = meaning
+                # A torch_xla name reached through the project (`from .compat import xm`) is
+                # read even where the file's own bytes show no token.
+                forced = forced or holds_token(meaning)
+            if meaning.startswith(PROJECT):
+                forced = True
+                source = self._split(qualname, module)
+                defined[meaning] = self._describe(meaning, module) or (source[0].shown if source else "")
+        inherited = self._inheritance().get(module.path, {})
+        facts = {name: self._inherited_fact(name, sources) for name, sources in inherited.items()}
+        return Context(relative, aliases, defined, facts.get("processes"), facts.get("spmd"),
+                       facts.get("data-parallel"), tuple(self._findings(module)), forced)
+
+    def _describe(self, meaning: str, near: Module) -> str:
+        key = meaning[len(PROJECT + "probe."):].split(".")[0]
+        for (path, name), definition in self._probes.items():
+            module = self.modules[path]
+            if _probe_key(module, name) == key:
+                return f"{module.shown}:{definition.line} `{definition.text}`"
+        return ""
+
+    def _findings(self, module: Module) -> Iterable[Finding]:
+        """`dist_backend = "xla"` where the project hands `dist_backend` to `init_process_group`."""
+        for site in module.summary.xla_values:
+            handed = self._backends.get(site.name)
+            if handed is not None:
+                where, call = handed
+                yield Finding("XLA604", site, f"{where.shown}:{call.line} `{call.text}`")
+
+
+def _top_binding(summary: Summary, name: str) -> Import | None:
+    """The module-level import that binds `name`, when nothing else binds it there."""
+    if name in summary.defined:
+        return None
+    found = [item for item in summary.imports if item.top and item.bound == name]
+    return found[0] if len(found) == 1 or len({(f.level, f.module, f.name) for f in found}) == 1 else None
+
+
+def _probe_key(module: Module, name: str) -> str:
+    """A key for a project probe that is a valid dotted-name part."""
+    return (module.name + "." + name).replace(".", "__")
+
+
+def build(root: Path, files: Mapping[str, bytes], listed: Iterable[str], stored: Mapping[str, tuple[int, int, Summary]],
+          renames: Mapping[str, str], probes: frozenset[str], override: Mapping[str, bytes] | None = None,
+          ) -> tuple[Project, dict[str, tuple[int, int, Summary]]]:
+    """The model of the project at `root` from its Python files (`listed`, absolute paths):
+    the stored summary while the file's size and time match, else the bytes in `files`
+    where the run has read them, else the file read now; `override` holds text that stands
+    for a file's (stdin for `--stdin-filename`). Returns the model and the summaries to store."""
+    canonical = Canonicaliser(renames)
+    summaries: dict[str, Summary] = {path: summarise(data, canonical) for path, data in (override or {}).items()}
+    store: dict[str, tuple[int, int, Summary]] = {}
+    for path in listed:
+        if path in summaries:
+            continue
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        kept = stored.get(path)
+        if kept is not None and kept[0] == info.st_size and kept[1] == info.st_mtime_ns:
+            summary = kept[2]
+        else:
+            data = files.get(path)
+            if data is None:
+                try:
+                    data = read(Path(path))
+                except FileProblem:
+                    continue  # not a module the model can read (a FIFO, a huge file, no access)
+            summary = summarise(data, canonical)
+        summaries[path] = summary
+        store[path] = (info.st_size, info.st_mtime_ns, summary)
+    return Project(root, summaries, renames, probes), store
