@@ -41,3 +41,9 @@ class Canonicaliser:
         """The module a relative import (`level` dots, then `module`) names, when the
         project model resolved it; None otherwise (such an import only shadows)."""
         return self._relative.get((level, module))
+
+    def reaches(self, package: str) -> bool:
+        """Whether the project resolves some import of the file into `package` (a relative
+        import inside it, or a re-export of one of its names)."""
+        return any(target == package or target.startswith(package + ".")
+                   for target in [*self._relative.values(), *(new for _, new in self._aliases)])

@@ -11,7 +11,7 @@ import ast
 import functools
 import re
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -299,3 +299,15 @@ _PROBE_RULES = ("XLA005", "XLA006")
 
 def availability_probes(catalogue: Catalogue) -> frozenset[str]:
     return frozenset(name for code in _PROBE_RULES if code in catalogue.by_code for name in catalogue.by_code[code].match)
+
+
+@functools.cache
+def named_by_rules(catalogue: Catalogue) -> Callable[[str], bool]:
+    """Whether a call, reference or import rule matches a qualified name (exactly, or below
+    a `prefix.*` pattern), or a string-argument rule looks at its calls; free of LibCST,
+    unlike index.py."""
+    rules = [rule for rule in catalogue.rules if rule.kind in ("call", "reference", "import")]
+    names = [p for rule in rules for p in rule.match] + [call for rule in catalogue.rules for site in rule.sites for call in site.calls]
+    exact = frozenset(p for p in names if not p.endswith(".*"))
+    prefixes = tuple(sorted({p[:-1] for p in names if p.endswith(".*")}))
+    return lambda qualname: qualname in exact or qualname.startswith(prefixes)

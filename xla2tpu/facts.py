@@ -382,7 +382,8 @@ def _string(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def _is_main(node: ast.stmt) -> bool:
+def is_main(node: ast.stmt) -> bool:
+    """Whether the statement is the `if __name__ == "__main__":` block."""
     test = node.test if isinstance(node, ast.If) else None
     return (
         isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
@@ -413,10 +414,10 @@ def compute(tree: ast.Module | None, text: str, canonical: Canonicaliser, path: 
     if tree is None:
         return UNKNOWN
     scan = _scan(tree, text, canonical)
-    main = next((node for node in tree.body if _is_main(node)), None)
+    main = next((node for node in tree.body if is_main(node)), None)
     script = main or next((node for node in tree.body if _script_code(node, scan)), None)
     return Facts(_processes(scan, main, script), _hardware(scan, path), _flag(scan, "spmd", "spmd"),
-                 _flag(scan, "data-parallel", "data-parallel"), _transformers(text, path))
+                 _flag(scan, "data-parallel", "data-parallel"), _transformers(text, path, canonical))
 
 
 def _scan(tree: ast.Module, text: str, canonical: Canonicaliser) -> _Scan:
@@ -487,18 +488,19 @@ def _vendor_folder(path: str) -> Fact | None:
     return Fact("hardware", "other", None, f"the file lives in a {vendor} folder, another vendor's torch_xla code")
 
 
-def location_key(path: str, data: bytes) -> str:
+def location_key(path: str, data: bytes, transformers: bool = False) -> str:
     """What the file's facts depend on beyond its bytes, for the results cache: its folder,
     the modules beside it that import it (by name, size and time: never parsed here), the
-    project's Transformers pin."""
+    project's Transformers pin (read when the bytes name Transformers, or `transformers`:
+    the project resolves some import of the file into it)."""
     vendor = _vendor_folder(path)
     importers = [f"{name}:{size}:{mtime}" for name, _, size, mtime in _importers(path)]
-    pin = transformers_pin(path) if b"transformers" in data else None
+    pin = transformers_pin(path) if transformers or b"transformers" in data else None
     return "|".join((vendor.reason if vendor is not None else "", *importers, *(pin or ())))
 
 
-def _transformers(text: str, path: str) -> Fact:
-    if "transformers" not in text:
+def _transformers(text: str, path: str, canonical: Canonicaliser) -> Fact:
+    if "transformers" not in text and not canonical.reaches("transformers"):
         return Fact("transformers", "unknown", None, "the file does not use Transformers")
     pin = transformers_pin(path)
     if pin is None:

@@ -18,6 +18,7 @@ from xla2tpu.ast_blocks import blocks
 from xla2tpu.decode import DecodeError, decode
 from xla2tpu.facts import Facts
 from xla2tpu.facts import compute as compute_facts
+from xla2tpu.facts import is_main
 from xla2tpu.prefilter import may_hold_idiom
 from xla2tpu.canonical import Canonicaliser
 
@@ -75,6 +76,7 @@ class Summary:
     # Its own processes / SPMD / DDP facts (facts.py), which its imports inherit when it
     # is a program; None when the text shows none of them.
     facts: Facts | None = None
+    main: bool = False  # has an `if __name__ == "__main__":` block
     full: bool = False  # parsed (False: the import lines only)
 
 
@@ -108,7 +110,8 @@ def of_tree(tree: ast.Module, text: str, canonical: Canonicaliser) -> Summary:
                 definitions.append(definition)
     backend_names, xla_values = _backends(tree, lines)
     facts = compute_facts(tree, text, canonical) if _PROGRAM.search(text) else None
-    return Summary(tuple(imports), frozenset(defined), tuple(definitions), backend_names, xla_values, facts, True)
+    main = any(is_main(node) for node in tree.body)
+    return Summary(tuple(imports), frozenset(defined), tuple(definitions), backend_names, xla_values, facts, main, True)
 
 
 def _import_lines(data: bytes) -> list[Import]:
@@ -168,20 +171,20 @@ def _bound(node: ast.stmt) -> list[str]:
     return [t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name)]
 
 
-# A function that answers a yes/no question: only such a one is a probe when it reads one
-# (a setup function that tests `is_torch_xla_available()` is not itself a probe).
-_PREDICATE = re.compile(r"_?(?:is|has|use|uses|can|check|should|have)_\w+|\w*available\w*|\w*(?:xla|tpu)\w*", re.I)
-
-
 def _definition(name: str, node: ast.stmt, lines: list[str], body: list[ast.stmt]) -> Definition | None:
-    """`name` as bound by `node`, when it may hold torch_xla availability: a predicate
-    function, or a value, that probes the package (or imports it under `except
-    ImportError`), or reads a name that may (project.py decides those, across modules)."""
+    """`name` as bound by `node`, when it may hold torch_xla availability: a yes/no function
+    or a value that probes the package itself (`find_spec("torch_xla")`, an import under
+    `except ImportError`), or that is false whenever a name it reads is (project.py decides
+    which names those are, across modules)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if not _PREDICATE.fullmatch(node.name):
-            return None
+        returns = [inner for inner in _own_nodes(node) if isinstance(inner, ast.Return)]
+        passed_on = any(isinstance(r.value, (ast.Call, ast.Name, ast.Attribute)) for r in returns)
+        if not returns or not all(_yes_no(r.value) for r in returns) or (passed_on and not _PREDICATE.fullmatch(node.name)):
+            return None  # a probe answers yes or no (a setup function that tests one is no probe)
         direct = _probes(node)
-        reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        reads = {n for inner in _own_nodes(node) if isinstance(inner, ast.If) for n in _false_unless(inner)}
+        if len(returns) == 1 and returns[0].value is not None:
+            reads.update(_answers(returns[0].value))
     elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
         value = node.value
         guarded = isinstance(value, ast.Constant) and isinstance(value.value, bool) and _set_by_guarded_import(node, body)
@@ -196,16 +199,50 @@ def _definition(name: str, node: ast.stmt, lines: list[str], body: list[ast.stmt
     return Definition(name, node.lineno, text if len(text) <= 80 else text[:77] + "...", direct, tuple(sorted(reads)))
 
 
+# The name of a function that answers a yes/no question: only such a one may pass on the
+# value of another call or name (`return _XLA_AVAILABLE`; `get_device()` returns a device).
+_PREDICATE = re.compile(r"_*(?:is|has|have|use|uses|can|should|check|supports?)_\w+|\w*(?:available|enabled|installed|supported)\w*", re.I)
+
+
+def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef):
+    """The nodes of a function's body, not those of the functions and classes inside it."""
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _yes_no(value: ast.expr | None) -> bool:
+    """An expression a yes/no function may return."""
+    if value is None or (isinstance(value, ast.Constant) and value.value in (True, False, None)):
+        return True
+    return isinstance(value, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Call, ast.Name, ast.Attribute))
+
+
+def _false_unless(test_holder: ast.If):
+    """The names `if not A: return False` makes the function's answer depend on."""
+    test = test_holder.test
+    body = test_holder.body
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(body[0], ast.Return):
+        value = body[0].value
+        if isinstance(value, ast.Constant) and value.value is False:
+            yield from _answers(test.operand)
+
+
 def _answers(node: ast.expr):
-    """The names whose value a yes/no expression passes on: `A`, `f()`, `A and not B()`,
-    `A.b` (its root); not the arguments of a call (`Model(use_xla=A)` is no answer of A's)."""
-    if isinstance(node, ast.BoolOp):
+    """The names that make a value false when they are: `A`, `A()`, `A.b`, `bool(A)`,
+    `A and B()`; not the arguments of other calls (`Model(use_xla=A)`), nor `not A` or
+    `A or B`, which are true without A."""
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
         for value in node.values:
             yield from _answers(value)
-    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        yield from _answers(node.operand)
     elif isinstance(node, ast.Call):
-        yield from _answers(node.func)
+        if isinstance(node.func, ast.Name) and node.func.id == "bool" and len(node.args) == 1:
+            yield from _answers(node.args[0])
+        else:
+            yield from _answers(node.func)
     elif isinstance(node, ast.Attribute):
         yield from _answers(node.value)
     elif isinstance(node, ast.Name):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -114,11 +114,15 @@ class Module:
 
 
 class Project:
-    def __init__(self, root: Path, summaries: Mapping[str, Summary], renames: Mapping[str, str], probes: frozenset[str]) -> None:
+    def __init__(self, root: Path, summaries: Mapping[str, Summary], renames: Mapping[str, str], probes: frozenset[str],
+                 known: Callable[[str], bool]) -> None:
         """`summaries`: absolute path -> summary of every Python file of the project;
-        `probes`: the catalogue's availability probes (their qualified names)."""
+        `probes`: the catalogue's availability probes (their qualified names); `known`:
+        whether a rule matches a qualified name (following stops there: the rule knows it)."""
         self.root = root
         self._renames = renames
+        self._canonical = Canonicaliser(renames)
+        self._known = known
         self._catalogue_probes = probes
         inits = {os.path.dirname(p) for p in summaries if os.path.basename(p) == "__init__.py"}
         self.modules: dict[str, Module] = {}
@@ -131,9 +135,13 @@ class Project:
         self._probes: dict[tuple[str, str], Definition] = {}
         self._find_probes()
         self._follow.clear()  # names followed while probes were still being found
+        self._probe_where: dict[str, str] = {}  # PROJECT name -> where and what it is
+        for (path, name), definition in self._probes.items():
+            module = self.modules[path]
+            self._probe_where[_probe_name(module, name)] = f"{module.shown}:{definition.line} `{definition.text}`"
         self._backends = self._backend_names()
         self._programs: dict[str, Fact] = {}  # path -> a program's processes fact as its run settles it
-        self._inherited: dict[str, dict[str, list[tuple[Module, Fact]]]] | None = None
+        self._inherited: dict[str, dict[str, Fact]] | None = None
 
     # ------------------------------------------------------------------ modules
     def _module(self, path: str, summary: Summary, inits: set[str]) -> Module:
@@ -198,14 +206,14 @@ class Project:
             return self._follow[key]
         self._follow[key] = qualname  # a cycle resolves to the name itself
         result = qualname
-        found = self._split(qualname, near) if depth < _DEPTH else None
+        found = self._split(qualname, near) if depth < _DEPTH and not self._known(self._canonical(qualname)) else None
         if found is not None and found[1]:
             module, rest = found
             first = rest[0]
             probe = self._probes.get((module.path, first))
             binding = _top_binding(module.summary, first)
             if probe is not None:
-                result = PROJECT + "probe." + _probe_key(module, first) + "".join("." + r for r in rest[1:])
+                result = _probe_name(module, first) + "".join("." + r for r in rest[1:])
             elif binding is not None:
                 target = self._targets(binding, module)
                 if target is not None:
@@ -245,7 +253,7 @@ class Project:
         found = self._split(target, module)
         if found is not None and found[1] and (found[0].path, found[1][0]) in probes:
             return True
-        return Canonicaliser(self._renames)(self.follow(target, module)) in self._catalogue_probes
+        return self._canonical(self.follow(target, module)) in self._catalogue_probes
 
     # ------------------------------------------------------------------ backends
     def _backend_names(self) -> dict[str, tuple[Module, Site]]:
@@ -283,43 +291,27 @@ class Project:
         self._programs[path] = processes
         self._inherited = None
 
-    def _inheritance(self) -> dict[str, dict[str, list[tuple[Module, Fact]]]]:
-        """path -> fact name -> (program, its fact) for every program whose imports reach it."""
+    def _inheritance(self) -> dict[str, dict[str, Fact]]:
+        """path -> the facts a module inherits from the programs whose imports reach it (a
+        program: a module that starts processes, creates a group, or runs as a script)."""
         if self._inherited is not None:
             return self._inherited
-        inherited: dict[str, dict[str, list[tuple[Module, Fact]]]] = {}
+        reached: dict[str, list[tuple[Module, Facts]]] = {}
         for program in self.modules.values():
             facts = program.summary.facts
-            if facts is None:
+            if facts is None or not _is_program(program.summary):
                 continue
-            processes = self._programs.get(program.path, facts.processes)
-            shown = [fact for fact in (processes, facts.spmd, facts.data_parallel)
-                     if (fact.name == "processes" and fact.value in ("spawn", "process-group")) or fact.value == "yes"]
-            if not shown:
-                continue
+            facts = replace(facts, processes=self._programs.get(program.path, facts.processes))
             seen = {program.path}
             queue = self._edges(program)
             while queue:
                 module = queue.pop()
-                if module.path in seen:
-                    continue
-                seen.add(module.path)
-                for fact in shown:
-                    inherited.setdefault(module.path, {}).setdefault(fact.name, []).append((program, fact))
-                queue.extend(self._edges(module))
-        self._inherited = inherited
-        return inherited
-
-    def _inherited_fact(self, name: str, sources: list[tuple[Module, Fact]]) -> Fact:
-        """The fact a module inherits from the programs whose imports reach it: spawn wins
-        (its workers have no process group), then a process group; SPMD and DDP when any
-        program runs so. The reason names the program and its line."""
-        value = "yes"
-        if name == "processes":
-            value = "spawn" if any(f.value == "spawn" for _, f in sources) else "process-group"
-        program, fact = next((p, f) for p, f in sources if f.value == value)
-        where = f"{program.shown}:{fact.evidence.line} `{fact.evidence.text}`" if fact.evidence else program.shown
-        return Fact(name, value, None, f"imported by {program.shown}, which {fact.reason} ({where})")
+                if module.path not in seen:
+                    seen.add(module.path)
+                    reached.setdefault(module.path, []).append((program, facts))
+                    queue.extend(self._edges(module))
+        self._inherited = {path: _inherited(programs) for path, programs in reached.items()}
+        return self._inherited
 
     # ------------------------------------------------------------------ contexts
     def module(self, path: str) -> Module | None:
@@ -341,27 +333,17 @@ class Project:
                 relative[(item.level, item.module)] = absolute
             qualname = absolute if item.name is None else f"{absolute}.{item.name}"
             meaning = self.follow(qualname, module)
-            if meaning != qualname:
-                aliases[qualname] = meaning
-                # A torch_xla name reached through the project (`from .compat import xm`) is
-                # read even where the file's own bytes show no token.
-                forced = forced or holds_token(meaning)
-            if meaning.startswith(PROJECT):
-                forced = True
-                source = self._split(qualname, module)
-                defined[meaning] = self._describe(meaning, module) or (source[0].shown if source else "")
-        inherited = self._inheritance().get(module.path, {})
-        facts = {name: self._inherited_fact(name, sources) for name, sources in inherited.items()}
+            if meaning == qualname:
+                continue
+            aliases[qualname] = meaning
+            # A torch_xla name reached through the project (`from .compat import xm`), or a
+            # project probe, is read even where the file's own bytes show no token.
+            forced = forced or holds_token(meaning) or meaning.startswith(PROJECT)
+            if meaning in self._probe_where:
+                defined[meaning] = self._probe_where[meaning]
+        facts = self._inheritance().get(module.path, {})
         return Context(relative, aliases, defined, facts.get("processes"), facts.get("spmd"),
                        facts.get("data-parallel"), tuple(self._findings(module)), forced)
-
-    def _describe(self, meaning: str, near: Module) -> str:
-        key = meaning[len(PROJECT + "probe."):].split(".")[0]
-        for (path, name), definition in self._probes.items():
-            module = self.modules[path]
-            if _probe_key(module, name) == key:
-                return f"{module.shown}:{definition.line} `{definition.text}`"
-        return ""
 
     def _findings(self, module: Module) -> Iterable[Finding]:
         """`dist_backend = "xla"` where the project hands `dist_backend` to `init_process_group`."""
@@ -372,6 +354,42 @@ class Project:
                 yield Finding("XLA604", site, f"{where.shown}:{call.line} `{call.text}`")
 
 
+def _is_program(summary: Summary) -> bool:
+    """Whether the code a module imports runs in its processes: it starts them (a launch
+    anywhere in it, also a library's launcher function), or it is a program (a `__main__`
+    block, or script code) that runs as one process or creates a group. A library function
+    that creates a group says nothing of what the modules it imports run in."""
+    assert summary.facts is not None
+    value = summary.facts.processes.value
+    return value in ("spawn", "one") or (value == "process-group" and summary.main)
+
+
+def _inherited(programs: list[tuple[Module, Facts]]) -> dict[str, Fact]:
+    """What a module inherits from the programs that reach it: the processes of a torch_xla
+    launch when any of them has one (its workers have no process group), a process group
+    when all of them create one; SPMD when any runs SPMD (its cases are the careful ones);
+    a DDP/FSDP wrapper only when every one of them wraps the model (a wrapper that one
+    program has does not reduce the gradients of the others)."""
+    found: dict[str, Fact] = {}
+    values = [facts.processes.value for _, facts in programs]
+    if "spawn" in values:
+        found["processes"] = _from(programs, "processes", "spawn")
+    elif all(value == "process-group" for value in values):
+        found["processes"] = _from(programs, "processes", "process-group")
+    if any(facts.spmd.value == "yes" for _, facts in programs):
+        found["spmd"] = _from(programs, "spmd", "yes")
+    if all(facts.data_parallel.value == "yes" for _, facts in programs):
+        found["data-parallel"] = _from(programs, "data-parallel", "yes")
+    return found
+
+
+def _from(programs: list[tuple[Module, Facts]], name: str, value: str) -> Fact:
+    """The fact `name=value` as the first program showing it shows it, naming that program."""
+    program, fact = next((p, f.get(name)) for p, f in programs if f.get(name).value == value)
+    where = f"{program.shown}:{fact.evidence.line} `{fact.evidence.text}`" if fact.evidence else program.shown
+    return Fact(name, value, None, f"imported by {program.shown}, which {fact.reason} ({where})")
+
+
 def _top_binding(summary: Summary, name: str) -> Import | None:
     """The module-level import that binds `name`, when nothing else binds it there."""
     if name in summary.defined:
@@ -380,14 +398,14 @@ def _top_binding(summary: Summary, name: str) -> Import | None:
     return found[0] if len(found) == 1 or len({(f.level, f.module, f.name) for f in found}) == 1 else None
 
 
-def _probe_key(module: Module, name: str) -> str:
-    """A key for a project probe that is a valid dotted-name part."""
-    return (module.name + "." + name).replace(".", "__")
+def _probe_name(module: Module, name: str) -> str:
+    """The name rules match for a project probe: `PROJECT` + "probe." + one dotted-name part."""
+    return PROJECT + "probe." + (module.name + "." + name).replace(".", "__")
 
 
 def build(root: Path, files: Mapping[str, bytes], listed: Iterable[str], stored: Mapping[str, tuple[int, int, Summary]],
-          renames: Mapping[str, str], probes: frozenset[str], override: Mapping[str, bytes] | None = None,
-          ) -> tuple[Project, dict[str, tuple[int, int, Summary]]]:
+          renames: Mapping[str, str], probes: frozenset[str], known: Callable[[str], bool],
+          override: Mapping[str, bytes] | None = None) -> tuple[Project, dict[str, tuple[int, int, Summary]]]:
     """The model of the project at `root` from its Python files (`listed`, absolute paths):
     the stored summary while the file's size and time match, else the bytes in `files`
     where the run has read them, else the file read now; `override` holds text that stands
@@ -415,4 +433,4 @@ def build(root: Path, files: Mapping[str, bytes], listed: Iterable[str], stored:
             summary = summarise(data, canonical)
         summaries[path] = summary
         store[path] = (info.st_size, info.st_mtime_ns, summary)
-    return Project(root, summaries, renames, probes), store
+    return Project(root, summaries, renames, probes, known), store

@@ -11,7 +11,7 @@ from pathlib import Path
 from xla2tpu import notebook, pool
 from xla2tpu import project as project_mod
 from xla2tpu.cache import Cache
-from xla2tpu.catalogue import Catalogue, availability_probes
+from xla2tpu.catalogue import Catalogue, availability_probes, named_by_rules
 from xla2tpu.config import Config
 from xla2tpu.diagnostics import FileResult, FixClass
 from xla2tpu.facts import forget_folders, location_key
@@ -148,7 +148,8 @@ def run(
         is_notebook = name.endswith(notebook.SUFFIX)
         keys[name] = cache.key(digests.get(name) or hashlib.sha256(data).digest(), notebook.SUFFIX if is_notebook else ".py", file_settings)
         hit = cache.get(keys[name], name)
-        location = location_key(name, data) + (context.key() if context is not EMPTY else "")
+        location = location_key(name, data, context.canonicaliser({}).reaches("transformers"))
+        location += context.key() if context is not EMPTY else ""
         if hit is not None and (hit[1] is None or hit[1] == location):
             return hit[0]
         locations[name] = location
@@ -223,7 +224,8 @@ def load_project(root: Path, excluder: Excluder, catalogue: Catalogue, cache: Ca
     stored = cache.summaries() if cache is not None else {}
     model, store = project_mod.build(
         Path(os.path.abspath(root)), {os.path.abspath(k): v for k, v in files.items()}, listed, stored,
-        catalogue.module_renames, availability_probes(catalogue), {os.path.abspath(k): v for k, v in (override or {}).items()})
+        catalogue.module_renames, availability_probes(catalogue), named_by_rules(catalogue),
+        {os.path.abspath(k): v for k, v in (override or {}).items()})
     if cache is not None and store != stored:
         cache.keep_summaries(store)
     return model
