@@ -83,7 +83,7 @@ _CANDIDATE = re.compile(
     r"spawn|launch|run_multiprocess|start_processes|init_process_group|DistributedDataParallel|DDP"
     r"|FullyShardedDataParallel|fully_shard|FSDP|fsdp|ordinal|world_size|DistributedSampler|get_rank"
     r"|process_index|process_count|set_device_type|PJRT_DEVICE|neuron|tt_torch|torchacc|NEURON_|TTXLA_|TT_METAL_|TT_MLIR_|TPU_"
-    r"|spmd|sharding|Sharding|Mesh|MpDeviceLoader|XLA_USE_SPMD|backend|nprocs"
+    r"|spmd|sharding|Sharding|Mesh|MpDeviceLoader|XLA_USE_SPMD|backend|nprocs|_mp_fn"
 )
 
 
@@ -283,6 +283,10 @@ class _Scan:
 
     def walk(self, statement: ast.stmt) -> None:
         self._statement, self._off_xla = statement, None
+        if isinstance(statement, ast.FunctionDef) and statement.name == "_mp_fn":
+            # The entry point torch_xla's launcher scripts (`xla_spawn.py`, `xla_dist`) import
+            # and start in every process: the module runs under a launch of another file.
+            self.note("entry-spawn", statement, "defines `_mp_fn`, which torch_xla launchers (`xla_spawn.py`) start in every process")
         for node in ast.walk(statement):  # breadth first: a node comes before its children
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.bind(node)
@@ -458,6 +462,8 @@ def _processes(scan: _Scan, main: ast.stmt | None, script: ast.stmt | None) -> F
             return _fact("processes", "spawn", found[launch])
     if "process-group" in found:
         return _fact("processes", "process-group", found["process-group"])
+    if "entry-spawn" in found:  # a torch_xla launch by convention, in another file
+        return _fact("processes", "spawn", found["entry-spawn"])
     if "rank" in found:
         evidence, what = found["rank"]
         return Fact("processes", "unknown", evidence, f"{what} but starts no processes: launched from elsewhere")

@@ -25,7 +25,7 @@ from xla2tpu.canonical import Canonicaliser
 # A string that names the torch_xla package: `find_spec("torch_xla")`, `RequirementCache("torch_xla>=2.1")`.
 _PACKAGE = re.compile(r"\btorch[_-]xla\b")
 # What a module that starts processes, joins a group, wraps a model in DDP or runs SPMD says.
-_PROGRAM = re.compile(r"spawn|launch|run_multiprocess|start_processes|init_process_group|DistributedDataParallel"
+_PROGRAM = re.compile(r"spawn|launch|run_multiprocess|start_processes|init_process_group|DistributedDataParallel|_mp_fn"
                       r"|FullyShardedDataParallel|fully_shard|use_spmd|XLA_USE_SPMD|fsdp_v2")
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 # `import a.b as c, d` and `from .a import (b as c, d)` at any indentation: the light read.
@@ -82,7 +82,7 @@ class Summary:
 
 def summarise(data: bytes, canonical: Canonicaliser) -> Summary:
     """The summary of a module's bytes; never raises for a problem in the input."""
-    if not may_hold_idiom(data):
+    if not may_hold_idiom(data) and b"_mp_fn" not in data:  # `_mp_fn`: spawned by a torch_xla launcher
         return Summary(imports=tuple(_import_lines(data)))
     try:
         decoded = decode(data)
