@@ -95,6 +95,10 @@ class Cache:
             pass
         return {}
 
+    def has_summaries(self) -> bool:
+        """Whether a run of this build has stored the project's summaries (a warm cache)."""
+        return (self.directory / "project.pickle").exists()
+
     def keep_summaries(self, summaries: dict) -> None:
         _write(self.directory / "project.pickle", pickle.dumps(summaries))
 

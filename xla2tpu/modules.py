@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from dataclasses import dataclass
 
 from xla2tpu.ast_blocks import blocks
@@ -77,20 +78,65 @@ class Summary:
     # is a program; None when the text shows none of them.
     facts: Facts | None = None
     main: bool = False  # has an `if __name__ == "__main__":` block
-    full: bool = False  # parsed (False: the import lines only)
+    # Can hold an idiom (the prefilter, or `_mp_fn`: started by a torch_xla launcher), and
+    # can show processes, a group, DDP or SPMD (`_PROGRAM`): what a light summary tells.
+    idiom: bool = False
+    program: bool = False
+    full: bool = False  # parsed (False: light, from the import lines only)
+
+
+def light(data: bytes, prefiltered: bool | None = None) -> Summary:
+    """What a regex reads of a module: its imports (all of them where it can hold an idiom,
+    else those before its first top-level def or class, where a module's imports are),
+    whether it has a `__main__` block. Enough to link the modules; `summarise` parses the
+    ones that can matter (project.py). `prefiltered`: `may_hold_idiom(data)`, when known."""
+    prefiltered = may_hold_idiom(data) if prefiltered is None else prefiltered
+    idiom = prefiltered or b"_mp_fn" in data  # `_mp_fn`: started by a torch_xla launcher
+    head = data if idiom else data[: _first_definition(data)]
+    if not idiom:  # a module without a token shows neither a backend nor a program fact
+        return Summary(imports=tuple(_import_lines(head)))
+    handed = tuple(_sites(_HANDED, data)) if b"init_process_group" in data or b"init_distributed" in data else ()
+    return Summary(imports=tuple(_import_lines(head)), backend_names=handed, xla_values=tuple(_sites(_XLA_VALUE, data)),
+                   main=b"__main__" in data and _MAIN.search(data) is not None, idiom=idiom,
+                   program=_PROGRAM.search(data.decode("utf-8", "replace")) is not None)
 
 
 def summarise(data: bytes, canonical: Canonicaliser) -> Summary:
-    """The summary of a module's bytes; never raises for a problem in the input."""
-    if not may_hold_idiom(data) and b"_mp_fn" not in data:  # `_mp_fn`: spawned by a torch_xla launcher
-        return Summary(imports=tuple(_import_lines(data)))
+    """The full summary of a module's bytes (a light one when CPython cannot parse them);
+    never raises for a problem in the input."""
     try:
         decoded = decode(data)
     except DecodeError:
-        return Summary()
+        return light(data)
     if decoded.tree is None:
-        return Summary(imports=tuple(_import_lines(data)))
+        return light(data)
     return of_tree(decoded.tree, decoded.text, canonical)
+
+
+_MAIN = re.compile(rb"^if\s+__name__\s*==\s*[\"']__main__[\"']", re.M)
+_DEFINITION = re.compile(rb"^(?:def|class|async def)\s", re.M)
+
+
+# A name handed to `init_process_group` as the backend, and a name set to "xla" (the light
+# read of what `_backends` finds on the tree).
+_HANDED = re.compile(rb"\binit_(?:process_group|distributed)\(\s*(?:(?:dist_)?backend\s*=\s*)?(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*)\s*[,)]")
+_XLA_VALUE = re.compile(rb"^[ \t]*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[ \t]*(?P<value>[\"']xla[\"'])", re.M)
+
+
+def _sites(pattern: re.Pattern[bytes], data: bytes):
+    for match in pattern.finditer(data):
+        at = match.start("value") if "value" in pattern.groupindex else match.start(1)
+        line_start = data.rfind(b"\n", 0, at) + 1
+        line_end = data.find(b"\n", at)
+        text = " ".join(data[line_start: line_end if line_end >= 0 else len(data)].decode("utf-8", "replace").split())
+        col = len(data[line_start:at].decode("utf-8", "replace"))
+        end = col + len(data[at: match.end("value") if "value" in pattern.groupindex else match.end(1)].decode("utf-8", "replace"))
+        yield Site(match.group(1).decode("ascii"), data.count(b"\n", 0, at) + 1, col, end, text if len(text) <= 80 else text[:77] + "...")
+
+
+def _first_definition(data: bytes) -> int:
+    found = _DEFINITION.search(data)
+    return found.start() if found is not None else len(data)
 
 
 def of_tree(tree: ast.Module, text: str, canonical: Canonicaliser) -> Summary:
@@ -111,14 +157,24 @@ def of_tree(tree: ast.Module, text: str, canonical: Canonicaliser) -> Summary:
     backend_names, xla_values = _backends(tree, lines)
     facts = compute_facts(tree, text, canonical) if _PROGRAM.search(text) else None
     main = any(is_main(node) for node in tree.body)
-    return Summary(tuple(imports), frozenset(defined), tuple(definitions), backend_names, xla_values, facts, main, True)
+    return Summary(tuple(imports), frozenset(defined), tuple(definitions), backend_names, xla_values, facts, main,
+                   True, facts is not None, True)
+
+
+# The standard library's modules: an import of one never links two modules of a project.
+_STDLIB = frozenset(name.encode() for name in sys.stdlib_module_names) | {b"__future__"}
 
 
 def _import_lines(data: bytes) -> list[Import]:
     found = []
+    line, counted = 1, 0
     for match in _IMPORT_LINE.finditer(data):
+        first = match.group(1) or (b"" if match.group(2) else match.group(3))
+        if first and first.split(b".", 1)[0].split(b",", 1)[0].strip() in _STDLIB and b"," not in first:
+            continue
         plain, dots, module, names = (g.decode("utf-8", "replace") if g is not None else None for g in match.groups())
-        line = data.count(b"\n", 0, match.start()) + 1
+        line += data.count(b"\n", counted, match.start())
+        counted = match.start()
         top = match.group(0)[:1] not in (b" ", b"\t")
         if plain is not None:
             for part in plain.split(","):

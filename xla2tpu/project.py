@@ -28,7 +28,7 @@ from pathlib import Path
 from xla2tpu.canonical import PROJECT, Canonicaliser
 from xla2tpu.facts import Fact, Facts
 from xla2tpu.files import FileProblem, read
-from xla2tpu.modules import Definition, Import, Site, Summary, summarise
+from xla2tpu.modules import Definition, Import, Site, Summary, light, summarise
 from xla2tpu.prefilter import holds_token
 
 _MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
@@ -106,19 +106,25 @@ EMPTY = Context()
 @dataclass
 class Module:
     path: str  # absolute
-    shown: str  # as the run shows it (relative to the project root)
+    project: str  # the project root
     name: str  # dotted
     root: str  # the folder it is imported from (a sys.path entry)
     package: str  # the dotted package its relative imports start from ("" when none)
     summary: Summary
 
+    @property
+    def shown(self) -> str:
+        """As messages show it: relative to the project root."""
+        return os.path.relpath(self.path, self.project)
+
 
 class Project:
     def __init__(self, root: Path, summaries: Mapping[str, Summary], renames: Mapping[str, str], probes: frozenset[str],
-                 known: Callable[[str], bool]) -> None:
-        """`summaries`: absolute path -> summary of every Python file of the project;
-        `probes`: the catalogue's availability probes (their qualified names); `known`:
-        whether a rule matches a qualified name (following stops there: the rule knows it)."""
+                 known: Callable[[str], bool], deepen: Callable[[str], Summary]) -> None:
+        """`summaries`: absolute path -> summary of every Python file of the project (light
+        ones are parsed with `deepen` where they can matter); `probes`: the catalogue's
+        availability probes (their qualified names); `known`: whether a rule matches a
+        qualified name (following stops there: the rule knows it)."""
         self.root = root
         self._renames = renames
         self._canonical = Canonicaliser(renames)
@@ -131,6 +137,7 @@ class Project:
             module = self._module(path, summary, inits)
             self.modules[path] = module
             self._by_name.setdefault(module.name, []).append(module)
+        self._deepen(deepen)
         self._follow: dict[tuple[str, str], str] = {}
         self._probes: dict[tuple[str, str], Definition] = {}
         self._find_probes()
@@ -157,7 +164,7 @@ class Project:
             folder, part = os.path.split(folder)
             package.insert(0, part)
         dotted = ".".join(package + parts) or stem
-        return Module(path, os.path.relpath(path, self.root), dotted, folder, ".".join(package), summary)
+        return Module(path, str(self.root), dotted, folder, ".".join(package), summary)
 
     def _named(self, name: str, near: Module) -> Module | None:
         """The module a dotted name means when `near` imports it: the one importable from
@@ -220,6 +227,22 @@ class Project:
                     result = self.follow(".".join([target, *rest[1:]]), module, depth + 1)
         self._follow[key] = result
         return result
+
+    def _deepen(self, deepen: Callable[[str], Summary]) -> None:
+        """Parse the modules that can matter: those that can hold an idiom and are imported
+        by another module, or import one and can show processes. A parsed module may import
+        more than its light summary showed (imports inside functions): repeat until stable."""
+        changed = True
+        while changed:
+            changed = False
+            imported = {target.path for module in self.modules.values() for target in self._edges(module)}
+            for module in self.modules.values():
+                summary = module.summary
+                if summary.full or not summary.idiom:
+                    continue
+                if module.path in imported or (summary.program and self._edges(module)):
+                    module.summary = deepen(module.path)
+                    changed = changed or module.summary.full
 
     # ------------------------------------------------------------------ probes
     def _find_probes(self) -> None:
@@ -325,13 +348,17 @@ class Project:
         aliases: dict[str, str] = {}
         defined: dict[str, str] = {}
         forced = False
+        # Whether resolving the relative imports can change a finding: a rule knows a name
+        # they bind, or they reach into Transformers (its pin decides some fixes).
+        matters = False
         for item in module.summary.imports:
             absolute = self._absolute(item, module)
             if absolute is None:
                 continue
+            qualname = absolute if item.name is None else f"{absolute}.{item.name}"
             if item.level:
                 relative[(item.level, item.module)] = absolute
-            qualname = absolute if item.name is None else f"{absolute}.{item.name}"
+                matters = matters or self._known(self._canonical(qualname)) or qualname.split(".")[0] == "transformers"
             meaning = self.follow(qualname, module)
             if meaning == qualname:
                 continue
@@ -342,8 +369,11 @@ class Project:
             if meaning in self._probe_where:
                 defined[meaning] = self._probe_where[meaning]
         facts = self._inheritance().get(module.path, {})
+        findings = tuple(self._findings(module))
+        if not (matters or aliases or facts or findings):
+            return EMPTY  # the project changes nothing in this file: it is judged on its own
         return Context(relative, aliases, defined, facts.get("processes"), facts.get("spmd"),
-                       facts.get("data-parallel"), tuple(self._findings(module)), forced)
+                       facts.get("data-parallel"), findings, forced)
 
     def _findings(self, module: Module) -> Iterable[Finding]:
         """`dist_backend = "xla"` where the project hands `dist_backend` to `init_process_group`."""
@@ -405,14 +435,32 @@ def _probe_name(module: Module, name: str) -> str:
 
 def build(root: Path, files: Mapping[str, bytes], listed: Iterable[str], stored: Mapping[str, tuple[int, int, Summary]],
           renames: Mapping[str, str], probes: frozenset[str], known: Callable[[str], bool],
-          override: Mapping[str, bytes] | None = None) -> tuple[Project, dict[str, tuple[int, int, Summary]]]:
-    """The model of the project at `root` from its Python files (`listed`, absolute paths):
-    the stored summary while the file's size and time match, else the bytes in `files`
-    where the run has read them, else the file read now; `override` holds text that stands
-    for a file's (stdin for `--stdin-filename`). Returns the model and the summaries to store."""
+          override: Mapping[str, bytes] | None = None, prefiltered: Mapping[str, bool] | None = None,
+          ) -> tuple[Project, dict[str, tuple[int, int, Summary]]]:
+    """The model of the project at `root` from its Python files (`listed`, absolute paths).
+
+    Each module is summarised lightly (its import lines), or taken from `stored` while its
+    size and time match; then the modules that can matter are parsed: those that can hold an
+    idiom and that another module imports (their probes, flags, re-exports), or that import
+    one and can show processes (a launcher, a program). The bytes come from `files` where
+    the run has read them, else from disk; `override` holds text that stands for a file's
+    (stdin, for `--stdin-filename`); `prefiltered`, what the run's prefilter said of the
+    files it read. Returns the model and the summaries to store."""
     canonical = Canonicaliser(renames)
-    summaries: dict[str, Summary] = {path: summarise(data, canonical) for path, data in (override or {}).items()}
+    prefiltered = prefiltered or {}
+    override = override or {}
+    summaries: dict[str, Summary] = {path: summarise(data, canonical) for path, data in override.items()}
+    stats: dict[str, tuple[int, int]] = {}
     store: dict[str, tuple[int, int, Summary]] = {}
+
+    def data_of(path: str) -> bytes | None:
+        if path in files:
+            return files[path]
+        try:
+            return read(Path(path))
+        except FileProblem:
+            return None  # not a module the model can read (a FIFO, a huge file, no access)
+
     for path in listed:
         if path in summaries:
             continue
@@ -420,17 +468,21 @@ def build(root: Path, files: Mapping[str, bytes], listed: Iterable[str], stored:
             info = os.stat(path)
         except OSError:
             continue
+        stats[path] = (info.st_size, info.st_mtime_ns)
         kept = stored.get(path)
-        if kept is not None and kept[0] == info.st_size and kept[1] == info.st_mtime_ns:
-            summary = kept[2]
-        else:
-            data = files.get(path)
-            if data is None:
-                try:
-                    data = read(Path(path))
-                except FileProblem:
-                    continue  # not a module the model can read (a FIFO, a huge file, no access)
-            summary = summarise(data, canonical)
-        summaries[path] = summary
-        store[path] = (info.st_size, info.st_mtime_ns, summary)
-    return Project(root, summaries, renames, probes, known), store
+        if kept is not None and kept[:2] == stats[path]:
+            summaries[path] = kept[2]
+        elif (data := data_of(path)) is not None:
+            summaries[path] = light(data, prefiltered.get(path))
+
+    def deepen(path: str) -> Summary:
+        summary = summaries[path]
+        if not summary.full and path not in override and (data := data_of(path)) is not None:
+            summary = summaries[path] = summarise(data, canonical)
+        return summary
+
+    model = Project(root, summaries, renames, probes, known, deepen)
+    for path, (size, mtime) in stats.items():
+        if path in summaries:
+            store[path] = (size, mtime, summaries[path])
+    return model, store

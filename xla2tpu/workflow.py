@@ -110,21 +110,43 @@ def run(
     found = _found(paths, excluder, shard, config.root)
     step = progress(len(found)) if progress is not None else None
     read: list[tuple[str, bytes, Settings]] = []
-    for item in found:
-        name = str(item.path)
-        if item.problem is not None:
-            outcome.results.append(FileResult(name, error=item.problem))
-            continue
-        try:
-            data = read_file(item.path)
-        except FileProblem as exc:
-            outcome.results.append(FileResult(name, error=str(exc)))
-            continue
-        digests[name] = hashlib.sha256(data).digest()
-        selected = config.selected_for(catalogue, item.path, settings.selected)
-        read.append((name, data, settings if selected is settings.selected else Settings(selected, settings.apply, settings.target)))
-    model = load_project(project_root or find_root(paths), excluder, catalogue, cache,
-                         {name: data for name, data, _ in read if not name.endswith(notebook.SUFFIX)})
+    prefiltered: dict[str, bool] = {}
+    root = project_root or find_root(paths)
+    models: list[Project] = []
+    # A cold run parses each file that may hold an idiom as soon as it is read, as if no other
+    # module had a say (the "optimistic" result); the model is built while the workers parse,
+    # and a file the model does have a say in is analysed again with its context. A warm run
+    # builds the model first: most of its files come from the cache, keyed by their context.
+    optimistic: dict[str, FileResult] = {}
+    cold = cache is None or not cache.has_summaries()
+
+    def reading() -> Iterator[pool.Item]:
+        for item in found:
+            name = str(item.path)
+            if item.problem is not None:
+                outcome.results.append(FileResult(name, error=item.problem))
+                continue
+            try:
+                data = read_file(item.path)
+            except FileProblem as exc:
+                outcome.results.append(FileResult(name, error=str(exc)))
+                continue
+            digests[name] = hashlib.sha256(data).digest()
+            selected = config.selected_for(catalogue, item.path, settings.selected)
+            file_settings = settings if selected is settings.selected else Settings(selected, settings.apply, settings.target)
+            read.append((name, data, file_settings))
+            if not name.endswith(notebook.SUFFIX):
+                prefiltered[name] = may_hold_idiom(data)
+                if cold and prefiltered[name]:
+                    yield name, data, file_settings, EMPTY
+        walked = shard is None and any(os.path.abspath(path) == os.path.abspath(root) for path in paths)
+        listed = [os.path.abspath(f.path) for f in found if f.problem is None and str(f.path).endswith(".py")] if walked else None
+        sources = {name: data for name, data, _ in read if not name.endswith(notebook.SUFFIX)}
+        models.append(load_project(root, excluder, catalogue, cache, sources, prefiltered=prefiltered, listed=listed))
+
+    for result in pool.run(reading(), jobs):
+        optimistic[result.path] = result
+    model = models[0]
 
     def add(result: FileResult) -> None:
         outcome.files += 1
@@ -165,9 +187,13 @@ def run(
             hit = cached(name, data, file_settings, context)
             if hit is not None:
                 done.append(hit)
+            elif context is EMPTY and name in optimistic:  # nothing in the project changes it
+                result = optimistic.pop(name)
+                finished(result)
+                done.append(result)
             elif name.endswith(notebook.SUFFIX):
                 notebooks.append((name, data, file_settings))
-            elif context.forced or context.findings or may_hold_idiom(data):
+            elif context.forced or context.findings or (prefiltered[name] if name in prefiltered else may_hold_idiom(data)):
                 work.append((name, data, file_settings, context))
             else:  # nothing to parse
                 result = FileResult.counted(name, data)
@@ -216,18 +242,22 @@ def _programs(model: Project, settings: Settings, read: Sequence[tuple[str, byte
 
 
 def load_project(root: Path, excluder: Excluder, catalogue: Catalogue, cache: Cache | None,
-                 files: dict[str, bytes], override: dict[str, bytes] | None = None) -> Project:
-    """The model of the project at `root` (project.py), its module summaries kept in the cache."""
-    listed = [os.path.abspath(found.path) for found in discover([root], excluder, (".py",)) if found.problem is None]
+                 files: dict[str, bytes], override: dict[str, bytes] | None = None,
+                 prefiltered: dict[str, bool] | None = None, listed: list[str] | None = None) -> Project:
+    """The model of the project at `root` (project.py), its module summaries kept in the
+    cache. `listed`: the project's Python files when the run has walked them all already."""
+    if listed is None:
+        listed = [os.path.abspath(found.path) for found in discover([root], excluder, (".py",)) if found.problem is None]
     known = set(listed)
-    listed += [path for path in map(os.path.abspath, [*files, *(override or {})]) if path not in known]
+    listed = listed + [path for path in map(os.path.abspath, [*files, *(override or {})]) if path not in known]
     stored = cache.summaries() if cache is not None else {}
     model, store = project_mod.build(
         Path(os.path.abspath(root)), {os.path.abspath(k): v for k, v in files.items()}, listed, stored,
         catalogue.module_renames, availability_probes(catalogue), named_by_rules(catalogue),
-        {os.path.abspath(k): v for k, v in (override or {}).items()})
-    if cache is not None and store != stored:
-        cache.keep_summaries(store)
+        {os.path.abspath(k): v for k, v in (override or {}).items()},
+        {os.path.abspath(k): v for k, v in (prefiltered or {}).items()})
+    if cache is not None and (store.keys() != stored.keys() or any(store[k][2] is not stored[k][2] for k in store)):
+        cache.keep_summaries(store)  # only when a summary was made anew: a warm run writes nothing
     return model
 
 
