@@ -113,3 +113,17 @@ def test_an_edit_in_another_module_reaches_a_cached_result(tmp_path: Path, monke
     alone = _findings(root, monkeypatch, "train_lib/optim.py")
     assert alone != spawned
     assert not any("processes=spawn" in line for line in alone)
+
+
+def test_a_warm_run_sees_the_modules_added_and_ignored_since(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The project listing is cached: a launcher added in a new folder, then that folder
+    ignored, change what a staged run of a library module says."""
+    root = _copy("spawned_library", tmp_path)
+    launcher = (root / "launch.py").read_text(encoding="utf-8")
+    (root / "launch.py").unlink()
+    assert not any("processes=spawn" in line for line in _findings(root, monkeypatch, "."))
+    (root / "tools").mkdir()
+    (root / "tools" / "run.py").write_text(launcher, encoding="utf-8")
+    assert any("processes=spawn" in line for line in _findings(root, monkeypatch, "train_lib/optim.py"))
+    (root / ".gitignore").write_text("tools/\n", encoding="utf-8")
+    assert not any("processes=spawn" in line for line in _findings(root, monkeypatch, "train_lib/optim.py"))

@@ -95,6 +95,25 @@ class Cache:
             pass
         return {}
 
+    def listing(self, key: str) -> list[str] | None:
+        """The project's Python files as a walk listed them, while every folder it walked
+        and every .gitignore it could read has the time it had then (a file added, removed
+        or renamed changes its folder's time); None otherwise."""
+        try:
+            stored = pickle.loads((self.directory / "listing.pickle").read_bytes())
+            if stored["key"] != key:
+                return None
+            for path, stamp in stored["stamps"]:
+                if _stamp(path) != stamp:
+                    return None
+            return list(stored["files"])
+        except Exception:  # noqa: BLE001 - any damage to the file is a miss
+            return None
+
+    def keep_listing(self, key: str, watched: list, files: list[str]) -> None:
+        stamps = [(str(path), _stamp(str(path))) for path in watched]
+        _write(self.directory / "listing.pickle", pickle.dumps({"key": key, "stamps": stamps, "files": files}))
+
     def has_summaries(self) -> bool:
         """Whether a run of this build has stored the project's summaries (a warm cache)."""
         return (self.directory / "project.pickle").exists()
@@ -114,6 +133,14 @@ class Cache:
         catalogue = catalogue_mod.load()
         _write(path, pickle.dumps(catalogue))
         return catalogue
+
+
+def _stamp(path: str) -> int:
+    """A path's modification time, -1 when it does not exist."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
 
 
 def _write(path: Path, data: bytes) -> None:

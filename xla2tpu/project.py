@@ -133,8 +133,9 @@ class Project:
         inits = {os.path.dirname(p) for p in summaries if os.path.basename(p) == "__init__.py"}
         self.modules: dict[str, Module] = {}
         self._by_name: dict[str, list[Module]] = {}
+        packages: dict[str, tuple[str, list[str]]] = {}
         for path, summary in summaries.items():
-            module = self._module(path, summary, inits)
+            module = self._module(path, summary, inits, packages)
             self.modules[path] = module
             self._by_name.setdefault(module.name, []).append(module)
         self._deepen(deepen)
@@ -151,20 +152,22 @@ class Project:
         self._inherited: dict[str, dict[str, Fact]] | None = None
 
     # ------------------------------------------------------------------ modules
-    def _module(self, path: str, summary: Summary, inits: set[str]) -> Module:
-        folder, name = os.path.split(path)
+    def _module(self, path: str, summary: Summary, inits: set[str], packages: dict[str, tuple[str, list[str]]]) -> Module:
+        folder, _, name = path.rpartition(os.sep)  # absolute and normalised: no os.path.split needed
         stem = name[:-3] if name.endswith(".py") else name
-        parts = [] if stem == "__init__" else [stem]
-        package: list[str] = []
-        root = str(self.root)
-        while folder in inits and len(folder) >= len(root) and folder != root:
-            folder, part = os.path.split(folder)
-            package.insert(0, part)
-        if folder in inits and folder == root:  # the project root is itself a package folder
-            folder, part = os.path.split(folder)
-            package.insert(0, part)
-        dotted = ".".join(package + parts) or stem
-        return Module(path, str(self.root), dotted, folder, ".".join(package), summary)
+        if folder not in packages:  # the same for every module of the folder
+            top, package = folder, []
+            root = str(self.root)
+            while top in inits and len(top) >= len(root) and top != root:
+                top, part = os.path.split(top)
+                package.insert(0, part)
+            if top in inits and top == root:  # the project root is itself a package folder
+                top, part = os.path.split(top)
+                package.insert(0, part)
+            packages[folder] = (top, package)
+        top, package = packages[folder]
+        dotted = ".".join(package + ([] if stem == "__init__" else [stem])) or stem
+        return Module(path, str(self.root), dotted, top, ".".join(package), summary)
 
     def _named(self, name: str, near: Module) -> Module | None:
         """The module a dotted name means when `near` imports it: the one importable from

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -241,13 +242,26 @@ def _programs(model: Project, settings: Settings, read: Sequence[tuple[str, byte
     return items
 
 
+def _listing(root: Path, excluder: Excluder, cache: Cache | None) -> list[str]:
+    """The project's Python files, walked (a pre-commit run names a few files, the model
+    needs them all), or kept in the cache while no folder walked has changed."""
+    key = json.dumps([os.path.abspath(root), str(excluder.root), excluder.patterns])
+    listed = cache.listing(key) if cache is not None else None
+    if listed is None:
+        watched: list[Path] = []
+        listed = [os.path.abspath(f.path) for f in discover([root], excluder, (".py",), watched) if f.problem is None]
+        if cache is not None:
+            cache.keep_listing(key, watched, listed)
+    return listed
+
+
 def load_project(root: Path, excluder: Excluder, catalogue: Catalogue, cache: Cache | None,
                  files: dict[str, bytes], override: dict[str, bytes] | None = None,
                  prefiltered: dict[str, bool] | None = None, listed: list[str] | None = None) -> Project:
     """The model of the project at `root` (project.py), its module summaries kept in the
     cache. `listed`: the project's Python files when the run has walked them all already."""
     if listed is None:
-        listed = [os.path.abspath(found.path) for found in discover([root], excluder, (".py",)) if found.problem is None]
+        listed = _listing(root, excluder, cache)
     known = set(listed)
     listed = listed + [path for path in map(os.path.abspath, [*files, *(override or {})]) if path not in known]
     stored = cache.summaries() if cache is not None else {}
