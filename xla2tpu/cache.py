@@ -114,6 +114,18 @@ class Cache:
         stamps = [(str(path), _stamp(str(path))) for path in watched]
         _write(self.directory / "listing.pickle", pickle.dumps({"key": key, "stamps": stamps, "files": files}))
 
+    def model(self, root: str, stamps: dict) -> object | None:
+        """The project model linked by an earlier run, while every module has the size and
+        time it had then (project.py); None otherwise."""
+        try:
+            stored = pickle.loads((self.directory / "model.pickle").read_bytes())
+            return stored["model"] if stored["root"] == root and stored["stamps"] == stamps else None
+        except Exception:  # noqa: BLE001 - any damage to the file is a miss
+            return None
+
+    def keep_model(self, root: str, stamps: dict, model: object) -> None:
+        _write(self.directory / "model.pickle", pickle.dumps({"root": root, "stamps": stamps, "model": model}))
+
     def has_summaries(self) -> bool:
         """Whether a run of this build has stored the project's summaries (a warm cache)."""
         return (self.directory / "project.pickle").exists()

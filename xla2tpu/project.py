@@ -151,6 +151,17 @@ class Project:
         self._programs: dict[str, Fact] = {}  # path -> a program's processes fact as its run settles it
         self._inherited: dict[str, dict[str, Fact]] | None = None
 
+    def __getstate__(self) -> dict:
+        """The linked model, for the cache: without the rule matcher (a closure, given back
+        by `restored`) and without what one run settles (the programs' facts after its fix)."""
+        state = dict(self.__dict__)
+        state.update(_known=None, _programs={}, _inherited=None)
+        return state
+
+    def restored(self, known: Callable[[str], bool]) -> Project:
+        self._known = known
+        return self
+
     # ------------------------------------------------------------------ modules
     def _module(self, path: str, summary: Summary, inits: set[str], packages: dict[str, tuple[str, list[str]]]) -> Module:
         folder, _, name = path.rpartition(os.sep)  # absolute and normalised: no os.path.split needed
@@ -434,6 +445,18 @@ def _top_binding(summary: Summary, name: str) -> Import | None:
 def _probe_name(module: Module, name: str) -> str:
     """The name rules match for a project probe: `PROJECT` + "probe." + one dotted-name part."""
     return PROJECT + "probe." + (module.name + "." + name).replace(".", "__")
+
+
+def stamps(paths: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Size and time of each file (those that cannot be stat'ed are left out)."""
+    found = {}
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        found[path] = (info.st_size, info.st_mtime_ns)
+    return found
 
 
 def build(root: Path, files: Mapping[str, bytes], listed: Iterable[str], stored: Mapping[str, tuple[int, int, Summary]],

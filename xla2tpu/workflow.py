@@ -264,6 +264,13 @@ def load_project(root: Path, excluder: Excluder, catalogue: Catalogue, cache: Ca
         listed = _listing(root, excluder, cache)
     known = set(listed)
     listed = listed + [path for path in map(os.path.abspath, [*files, *(override or {})]) if path not in known]
+    # A warm run over an unchanged project (every module's size and time as stored) takes
+    # the linked model from the cache; text from stdin stands for a file, so it never does.
+    stamps = project_mod.stamps(listed) if cache is not None and not override else None
+    if stamps is not None:
+        kept = cache.model(os.path.abspath(root), stamps)
+        if kept is not None:
+            return kept.restored(named_by_rules(catalogue))
     stored = cache.summaries() if cache is not None else {}
     model, store = project_mod.build(
         Path(os.path.abspath(root)), {os.path.abspath(k): v for k, v in files.items()}, listed, stored,
@@ -272,6 +279,8 @@ def load_project(root: Path, excluder: Excluder, catalogue: Catalogue, cache: Ca
         {os.path.abspath(k): v for k, v in (prefiltered or {}).items()})
     if cache is not None and (store.keys() != stored.keys() or any(store[k][2] is not stored[k][2] for k in store)):
         cache.keep_summaries(store)  # only when a summary was made anew: a warm run writes nothing
+    if stamps is not None:
+        cache.keep_model(os.path.abspath(root), stamps, model)
     return model
 
 
