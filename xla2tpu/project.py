@@ -13,8 +13,13 @@ it), which the engine applies like the file's own facts.
 The model covers the whole project (the folder holding `pyproject.toml` / `.git`, or
 `--project-root`), whichever files a run names: a pre-commit run over three staged files
 sees the same model, and so gives the same findings, as a run over the tree; every shard
-of `--shard` too. Each module is summarised once (modules.py) and kept in the cache by
-size and time, so a warm run reads no file it does not check.
+of `--shard` too.
+
+Cost (bench/project_share.py): every module gets a light summary (its import lines, by
+regex); only the modules that can matter are parsed (modules.py). The cache keeps the
+summaries and the project's listing (checked against its folders' times) and the linked
+model (checked against every module's size and time), so a warm pre-commit run reads no
+file it does not check.
 """
 
 from __future__ import annotations
@@ -67,7 +72,8 @@ class Context:
     spmd: Fact | None = None
     data_parallel: Fact | None = None
     findings: tuple[Finding, ...] = ()
-    # The file must be analysed even without a prefilter token: it reads a project probe.
+    # The file must be analysed even without a prefilter token: it reads a project probe, or
+    # a torch_xla name re-exported by a module of the project.
     forced: bool = False
 
     def canonicaliser(self, renames: Mapping[str, str]) -> Canonicaliser:
@@ -122,11 +128,11 @@ class Project:
     def __init__(self, root: Path, summaries: Mapping[str, Summary], renames: Mapping[str, str], probes: frozenset[str],
                  known: Callable[[str], bool], deepen: Callable[[str], Summary]) -> None:
         """`summaries`: absolute path -> summary of every Python file of the project (light
-        ones are parsed with `deepen` where they can matter); `probes`: the catalogue's
-        availability probes (their qualified names); `known`: whether a rule matches a
-        qualified name (following stops there: the rule knows it)."""
+        ones are parsed with `deepen` where they can matter); `renames`: the catalogue's
+        module renames; `probes`: the catalogue's availability probes (their qualified
+        names); `known`: whether a rule matches a qualified name (following stops there:
+        the rule knows it)."""
         self.root = root
-        self._renames = renames
         self._canonical = Canonicaliser(renames)
         self._known = known
         self._catalogue_probes = probes
@@ -476,7 +482,6 @@ def build(root: Path, files: Mapping[str, bytes], listed: Iterable[str], stored:
     prefiltered = prefiltered or {}
     override = override or {}
     summaries: dict[str, Summary] = {path: summarise(data, canonical) for path, data in override.items()}
-    stats: dict[str, tuple[int, int]] = {}
     store: dict[str, tuple[int, int, Summary]] = {}
 
     def data_of(path: str) -> bytes | None:
@@ -487,16 +492,10 @@ def build(root: Path, files: Mapping[str, bytes], listed: Iterable[str], stored:
         except FileProblem:
             return None  # not a module the model can read (a FIFO, a huge file, no access)
 
-    for path in listed:
-        if path in summaries:
-            continue
-        try:
-            info = os.stat(path)
-        except OSError:
-            continue
-        stats[path] = (info.st_size, info.st_mtime_ns)
+    stats = stamps(path for path in listed if path not in summaries)
+    for path, stamp in stats.items():
         kept = stored.get(path)
-        if kept is not None and kept[:2] == stats[path]:
+        if kept is not None and kept[:2] == stamp:
             summaries[path] = kept[2]
         elif (data := data_of(path)) is not None:
             summaries[path] = light(data, prefiltered.get(path))
