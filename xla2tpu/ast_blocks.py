@@ -1,6 +1,7 @@
 """Walks of CPython's tree shared by modules that must not import LibCST (a fully cached
-run never loads it): the blocks of a compound statement (facts, layout), the absolute
-modules a file imports (engine, migration report)."""
+run never loads it): the blocks of a compound statement (facts, layout), the statements a
+module runs when it loads (facts, module summaries), the absolute modules a file imports
+(engine, migration report)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,17 @@ def blocks(node: ast.AST) -> list[list[ast.AST]]:
     found += [handler.body for handler in getattr(node, "handlers", ())]
     found += [getattr(node, f) for f in ("orelse", "finalbody") if getattr(node, f, None)]
     return found
+
+
+def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements a module runs when it loads: its body, and the blocks of its `if`,
+    `try` and `with` statements (`try: import torch_xla / except ImportError: ...`), not
+    the bodies of its functions and classes."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.If, ast.Try, ast.With)) or type(node).__name__ == "TryStar":
+            for block in blocks(node):
+                yield from module_level([s for s in block if isinstance(s, ast.stmt)])
 
 
 def imported_modules(tree: ast.AST) -> Iterator[tuple[int, str]]:

@@ -25,7 +25,7 @@ import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from xla2tpu.ast_blocks import blocks
+from xla2tpu.ast_blocks import module_level
 from xla2tpu.canonical import Canonicaliser
 from xla2tpu.pins import forget_pins, transformers_pin
 
@@ -426,8 +426,9 @@ def compute(tree: ast.Module | None, text: str, canonical: Canonicaliser, path: 
 
 def _scan(tree: ast.Module, text: str, canonical: Canonicaliser) -> _Scan:
     scan = _Scan(text, canonical)
-    for found in _module_imports(tree.body):  # first: later statements resolve through them
-        scan.bind(found)
+    for found in module_level(tree.body):  # imports first: later statements resolve through them
+        if isinstance(found, (ast.Import, ast.ImportFrom)):
+            scan.bind(found)
     lines = sorted({bisect.bisect_right(scan.starts, m.start()) for m in _CANDIDATE.finditer(text)})
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -436,17 +437,6 @@ def _scan(tree: ast.Module, text: str, canonical: Canonicaliser) -> _Scan:
         if first < len(lines) and lines[first] <= (node.end_lineno or node.lineno):
             scan.walk(node)
     return scan
-
-
-def _module_imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The imports a module runs at load time, also under `try:` / `if:` (`try: import
-    torch_xla... as xmp / except ImportError: xmp = None`), not those inside a def."""
-    for node in body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node
-        elif isinstance(node, (ast.If, ast.Try, ast.With)) or type(node).__name__ == "TryStar":
-            for block in blocks(node):
-                yield from _module_imports(block)  # type: ignore[arg-type]
 
 
 def _fact(name: str, value: str, found: tuple[Evidence, str]) -> Fact:

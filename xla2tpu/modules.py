@@ -15,7 +15,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from xla2tpu.ast_blocks import blocks
+from xla2tpu.ast_blocks import blocks, module_level
 from xla2tpu.decode import DecodeError, decode
 from xla2tpu.facts import Facts
 from xla2tpu.facts import compute as compute_facts
@@ -147,7 +147,7 @@ def of_tree(tree: ast.Module, text: str, canonical: Canonicaliser) -> Summary:
     for node, top in _statements(tree.body, True):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.extend(_imports(node, top))
-    for node in _module_level(tree.body):
+    for node in module_level(tree.body):
         names = _bound(node)
         defined.update(names)
         for name in names:
@@ -202,15 +202,6 @@ def _statements(body: list[ast.stmt], top: bool):
         inner = top and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         for block in blocks(node):
             yield from _statements([s for s in block if isinstance(s, ast.stmt)], inner)
-
-
-def _module_level(body: list[ast.stmt]):
-    """The statements that run at module level, into `if` / `try` / `with` blocks."""
-    for node in body:
-        yield node
-        if isinstance(node, (ast.If, ast.Try, ast.With)) or type(node).__name__ == "TryStar":
-            for block in blocks(node):
-                yield from _module_level([s for s in block if isinstance(s, ast.stmt)])
 
 
 def _imports(node: ast.Import | ast.ImportFrom, top: bool) -> list[Import]:
