@@ -87,64 +87,62 @@ class Cache:
     def summaries(self) -> dict:
         """The module summaries of the project model (project.py), by absolute path: (size,
         time, summary). Empty when missing or damaged."""
-        try:
-            loaded = pickle.loads((self.directory / "project.pickle").read_bytes())
-            if isinstance(loaded, dict):
-                return loaded
-        except Exception:  # noqa: BLE001 - any damage to the file is a miss
-            pass
-        return {}
+        loaded = self._load("project.pickle")
+        return loaded if isinstance(loaded, dict) else {}
 
     def listing(self, key: str) -> list[str] | None:
         """The project's Python files as a walk listed them, while every folder it walked
         and every .gitignore it could read has the time it had then (a file added, removed
         or renamed changes its folder's time); None otherwise."""
+        stored = self._load("listing.pickle")
         try:
-            stored = pickle.loads((self.directory / "listing.pickle").read_bytes())
-            if stored["key"] != key:
+            if stored["key"] != key or any(_stamp(path) != stamp for path, stamp in stored["stamps"]):
                 return None
-            for path, stamp in stored["stamps"]:
-                if _stamp(path) != stamp:
-                    return None
             return list(stored["files"])
-        except Exception:  # noqa: BLE001 - any damage to the file is a miss
+        except (TypeError, KeyError, ValueError):  # damaged: a miss
             return None
 
     def keep_listing(self, key: str, watched: list, files: list[str]) -> None:
         stamps = [(str(path), _stamp(str(path))) for path in watched]
-        _write(self.directory / "listing.pickle", pickle.dumps({"key": key, "stamps": stamps, "files": files}))
+        self._keep("listing.pickle", {"key": key, "stamps": stamps, "files": files})
 
     def model(self, root: str, stamps: dict) -> object | None:
         """The project model linked by an earlier run, while every module has the size and
         time it had then (project.py); None otherwise."""
+        stored = self._load("model.pickle")
         try:
-            stored = pickle.loads((self.directory / "model.pickle").read_bytes())
             return stored["model"] if stored["root"] == root and stored["stamps"] == stamps else None
-        except Exception:  # noqa: BLE001 - any damage to the file is a miss
+        except (TypeError, KeyError):  # damaged: a miss
             return None
 
     def keep_model(self, root: str, stamps: dict, model: object) -> None:
-        _write(self.directory / "model.pickle", pickle.dumps({"root": root, "stamps": stamps, "model": model}))
+        self._keep("model.pickle", {"root": root, "stamps": stamps, "model": model})
 
     def has_summaries(self) -> bool:
         """Whether a run of this build has stored the project's summaries (a warm cache)."""
         return (self.directory / "project.pickle").exists()
 
     def keep_summaries(self, summaries: dict) -> None:
-        _write(self.directory / "project.pickle", pickle.dumps(summaries))
+        self._keep("project.pickle", summaries)
 
     def catalogue(self) -> Catalogue:
         """The rule catalogue, unpickled when this fingerprint's copy is there."""
-        path = self.directory / "catalogue.pickle"
-        try:
-            loaded = pickle.loads(path.read_bytes())
-            if isinstance(loaded, Catalogue):
-                return loaded
-        except Exception:  # noqa: BLE001 - any damage to the file is a miss
-            pass
+        loaded = self._load("catalogue.pickle")
+        if isinstance(loaded, Catalogue):
+            return loaded
         catalogue = catalogue_mod.load()
-        _write(path, pickle.dumps(catalogue))
+        self._keep("catalogue.pickle", catalogue)
         return catalogue
+
+    def _load(self, name: str) -> object:
+        """What this build pickled under `name`; None when it is missing or damaged."""
+        try:
+            return pickle.loads((self.directory / name).read_bytes())
+        except Exception:  # noqa: BLE001 - any damage to the file is a miss
+            return None
+
+    def _keep(self, name: str, value: object) -> None:
+        _write(self.directory / name, pickle.dumps(value))
 
 
 def _stamp(path: str) -> int:

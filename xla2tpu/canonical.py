@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 # Names of the project's own availability probes and flags (project.py) resolve to
-# `PROJECT` + kind + "." + a key of the file's context: rules match them like any other.
+# `PROJECT` + "probe." + the defining module and name (one dotted part): rules match them
+# like any other (XLA011), and the file's context says where each is defined.
 PROJECT = "xla2tpu.project."
 
 

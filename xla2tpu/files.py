@@ -79,13 +79,13 @@ def _gitignore(directory: Path) -> pathspec.GitIgnoreSpec | None:
     return _spec(lines)
 
 
-def _ancestor_ignores(directory: Path, folders: list[Path] | None = None) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
+def _ancestor_ignores(directory: Path, watched: list[Path] | None = None) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
     """The .gitignore files above `directory`, up to its repository root, outermost first."""
     found: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
     current = directory.resolve()
     for parent in [current, *current.parents]:
-        if folders is not None and parent != current:
-            folders.append(parent / ".gitignore")
+        if watched is not None and parent != current:
+            watched.append(parent / ".gitignore")
         spec = _gitignore(parent) if parent != current else None
         if spec is not None:
             found.append((parent, spec))
@@ -106,19 +106,19 @@ def _ignored(path: Path, is_dir: bool, ignores: list[tuple[Path, pathspec.GitIgn
 
 
 def discover(
-    paths: Sequence[Path], excluder: Excluder, suffixes: Sequence[str] = SOURCE_SUFFIXES, folders: list[Path] | None = None
+    paths: Sequence[Path], excluder: Excluder, suffixes: Sequence[str] = SOURCE_SUFFIXES, watched: list[Path] | None = None
 ) -> Iterator[Found]:
     """Files under `paths` in a stable order. A file named explicitly is always read.
-    `folders` collects the folders walked and the .gitignore files read (what the walk's
-    result depends on, for a cached listing)."""
+    `watched` collects the folders walked and the .gitignore files that could apply (what
+    the walk's result depends on, for a cached listing)."""
     for path in paths:
         broken = _broken_link(path)
         if broken is not None:
             yield Found(path, broken)
         elif path.is_dir():
             root = path.resolve()
-            ignores = _ancestor_ignores(root, folders)
-            yield from _walk(path, root, excluder, suffixes, ignores, folders)
+            ignores = _ancestor_ignores(root, watched)
+            yield from _walk(path, root, excluder, suffixes, ignores, watched)
         elif path.exists() or path.is_symlink():
             yield Found(path)
         else:
@@ -131,10 +131,10 @@ def _walk(
     excluder: Excluder,
     suffixes: Sequence[str],
     ignores: list[tuple[Path, pathspec.GitIgnoreSpec]],
-    folders: list[Path] | None = None,
+    watched: list[Path] | None = None,
 ) -> Iterator[Found]:
-    if folders is not None:
-        folders += (real, real / ".gitignore")
+    if watched is not None:
+        watched += (real, real / ".gitignore")
     own = _gitignore(real)
     if own is not None:
         ignores = [*ignores, (real, own)]
@@ -155,7 +155,7 @@ def _walk(
         if excluder.excluded(path, is_dir) or _ignored(real_path, is_dir, ignores):
             continue
         if is_dir:
-            yield from _walk(path, real_path, excluder, suffixes, ignores, folders)
+            yield from _walk(path, real_path, excluder, suffixes, ignores, watched)
         elif entry.name.endswith(tuple(suffixes)):
             broken = _broken_link(path) if is_link else None
             if broken is not None:
