@@ -144,6 +144,7 @@ class Project:
             module = self._module(path, summary, inits, packages)
             self.modules[path] = module
             self._by_name.setdefault(module.name, []).append(module)
+        self._edge_lists: dict[str, tuple[Module, ...]] = {}  # path -> its edges, while its summary stays
         self._deepen(deepen)
         self._follow: dict[tuple[str, str], str] = {}
         self._probes: dict[tuple[str, str], Definition] = {}
@@ -262,6 +263,7 @@ class Project:
                     continue
                 if module.path in imported or (summary.program and self._edges(module)):
                     module.summary = deepen(module.path)
+                    self._edge_lists.pop(module.path, None)  # a parse shows imports inside functions too
                     changed = changed or module.summary.full
 
     # ------------------------------------------------------------------ probes
@@ -308,9 +310,16 @@ class Project:
         return found
 
     # ------------------------------------------------------------------ programs
-    def _edges(self, module: Module) -> list[Module]:
+    def _edges(self, module: Module) -> tuple[Module, ...]:
         """The project modules `module` imports (anywhere in it: a worker function's
-        imports run in the worker)."""
+        imports run in the worker). Asked for each module by the parse decision, and again
+        by every program whose imports reach it: worked out once."""
+        found = self._edge_lists.get(module.path)
+        if found is None:
+            found = self._edge_lists[module.path] = self._linked(module)
+        return found
+
+    def _linked(self, module: Module) -> tuple[Module, ...]:
         out = []
         for item in module.summary.imports:
             absolute = self._absolute(item, module)
@@ -321,7 +330,7 @@ class Project:
                 target = self._named(f"{absolute}.{item.name}", module) or target
             if target is not None and target is not module:
                 out.append(target)
-        return out
+        return tuple(out)
 
     def programs(self) -> list[str]:
         """The paths of the modules whose torch_xla launch may be migrated by a fix: their
@@ -346,7 +355,7 @@ class Project:
                 continue
             facts = replace(facts, processes=self._programs.get(program.path, facts.processes))
             seen = {program.path}
-            queue = self._edges(program)
+            queue = list(self._edges(program))
             while queue:
                 module = queue.pop()
                 if module.path not in seen:

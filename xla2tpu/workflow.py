@@ -76,9 +76,7 @@ def stdin_context(name: str, data: bytes, config: Config, catalogue: Catalogue, 
     excluder = Excluder(config.root, [*config.exclude, *config.extend_exclude])
     model = load_project(project_root or find_root([Path(name)]), excluder, catalogue, cache, {}, {name: data})
     for path, program, program_settings in _programs(model, settings, [(name, data, settings)]):
-        result = process(path, program, program_settings, model.context(path))
-        if result.facts is not None:
-            model.settle(os.path.abspath(path), result.facts.processes)
+        _settle(model, process(path, program, program_settings, model.context(path)))
     return model.context(name)
 
 
@@ -210,10 +208,10 @@ def run(
             yield result
 
     programs = _programs(model, settings, read)
+    names = {item[0] for item in read}
     for result in compute(programs):
-        if result.facts is not None:
-            model.settle(os.path.abspath(result.path), result.facts.processes)
-        if any(result.path == item[0] for item in read):
+        _settle(model, result)
+        if result.path in names:  # a program of the run, not one read for its facts only
             add(result)
     settled = {os.path.abspath(item[0]) for item in programs}
     rest = [item for item in read if os.path.abspath(item[0]) not in settled]
@@ -242,6 +240,12 @@ def _programs(model: Project, settings: Settings, read: Sequence[tuple[str, byte
     return items
 
 
+def _settle(model: Project, result: FileResult) -> None:
+    """A program's processes as its result says (after its launch migrated, or not)."""
+    if result.facts is not None:
+        model.settle(os.path.abspath(result.path), result.facts.processes)
+
+
 def _listing(root: Path, excluder: Excluder, cache: Cache | None) -> list[str]:
     """The project's Python files, walked (a pre-commit run names a few files, the model
     needs them all), or kept in the cache while no folder walked has changed."""
@@ -260,10 +264,13 @@ def load_project(root: Path, excluder: Excluder, catalogue: Catalogue, cache: Ca
                  prefiltered: dict[str, bool] | None = None, listed: list[str] | None = None) -> Project:
     """The model of the project at `root` (project.py), its module summaries kept in the
     cache. `listed`: the project's Python files when the run has walked them all already."""
+    files = {os.path.abspath(name): data for name, data in files.items()}
+    override = {os.path.abspath(name): data for name, data in (override or {}).items()}
+    prefiltered = {os.path.abspath(name): value for name, value in (prefiltered or {}).items()}
     if listed is None:
         listed = _listing(root, excluder, cache)
     known = set(listed)
-    listed = listed + [path for path in map(os.path.abspath, [*files, *(override or {})]) if path not in known]
+    listed = listed + [path for path in [*files, *override] if path not in known]
     # A warm run over an unchanged project (every module's size and time as stored) takes
     # the linked model from the cache; text from stdin stands for a file, so it never does.
     stamps = project_mod.stamps(listed) if cache is not None and not override else None
@@ -273,10 +280,8 @@ def load_project(root: Path, excluder: Excluder, catalogue: Catalogue, cache: Ca
             return kept.restored(named_by_rules(catalogue))
     stored = cache.summaries() if cache is not None else {}
     model, store = project_mod.build(
-        Path(os.path.abspath(root)), {os.path.abspath(k): v for k, v in files.items()}, listed, stored,
-        catalogue.module_renames, availability_probes(catalogue), named_by_rules(catalogue),
-        {os.path.abspath(k): v for k, v in (override or {}).items()},
-        {os.path.abspath(k): v for k, v in (prefiltered or {}).items()})
+        Path(os.path.abspath(root)), files, listed, stored, catalogue.module_renames, availability_probes(catalogue),
+        named_by_rules(catalogue), override, prefiltered)
     if cache is not None and (store.keys() != stored.keys() or any(store[k][2] is not stored[k][2] for k in store)):
         cache.keep_summaries(store)  # only when a summary was made anew: a warm run writes nothing
     if stamps is not None:
