@@ -173,3 +173,10 @@ def test_fix_lists_the_unsafe_fixes_it_applied(invoke, tmp_path: Path) -> None:
     assert any(line.startswith("spawned.py:10:5: XLA601 ") and "(unsafe:" in line for line in lines[start + 1:])
     again = invoke("fix", "--unsafe-fixes", "spawned.py")
     assert "unsafe fix" not in again.output  # nothing applied the second time
+
+
+def test_fix_quiet_keeps_the_summary_only(invoke, tmp_path: Path) -> None:
+    (tmp_path / "spawned.py").write_text(SPAWNED)
+    result = invoke("fix", "--unsafe-fixes", "--quiet", "spawned.py")
+    assert "Fixed " in result.output
+    assert "unsafe fix" not in result.output and "XLA601" not in result.output

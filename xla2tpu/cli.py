@@ -216,7 +216,8 @@ def check(show_facts: bool, **options: object) -> None:
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes and write nothing (exit 1 if anything would change).")
 @click.option("--report", "report_path", type=click.Path(path_type=Path, dir_okay=False), help="Also write a Markdown migration report there: what was rewritten, what needs a human.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when any file was fixed, even if nothing remains.")
-def fix(diff: bool, report_path: Path | None, exit_non_zero_on_fix: bool, **options: object) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="Print the summary only, not each unsafe fix applied with what it may change.")
+def fix(diff: bool, report_path: Path | None, exit_non_zero_on_fix: bool, quiet: bool, **options: object) -> None:
     """Apply safe fixes in place (unsafe ones too with --unsafe-fixes)."""
     outcome, config, catalogue, stdin_data = _process(options)
     fixed = changed = 0
@@ -250,7 +251,7 @@ def fix(diff: bool, report_path: Path | None, exit_non_zero_on_fix: bool, **opti
     with _sink(options, stdout_taken=diff or stdin_data is not None) as (report, problems):
         if _emit(shown, catalogue, config, options, report, problems):
             report(text.fix_summary(fixed, changed, len(remaining), dry_run=diff))
-            if text_format:
+            if text_format and not quiet:
                 for line in text.unsafe_applied(after if not diff else outcome.results, dry_run=diff):
                     report(line)
             for line in text.errors_summary(sum(1 for r in outcome.results if r.error)):

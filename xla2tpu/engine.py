@@ -156,7 +156,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     if launch is not None:  # the workers now join a process group: rank and collective fixes are exact
         facts = result.facts = dataclasses.replace(facts, processes=launch)
         ctx, new_module = rule_pass(facts)
-    result.diagnostics = sorted(ctx.diagnostics)
+    result.diagnostics = sorted(ctx.findings())
     result.encoding = decoded.encoding
     if not any(diagnostic.fixed for diagnostic in ctx.diagnostics):
         return  # nothing was rewritten: no code to generate

@@ -14,7 +14,8 @@ import libcst as cst
 
 from xla2tpu.conditions import Site, applies, choose
 from xla2tpu.resolve import Canonicaliser, UseResolver, dotted_name, from_module
-from xla2tpu.rewriter import FileContext, StatementPruner
+from xla2tpu.pruner import StatementPruner
+from xla2tpu.rewriter import FileContext
 
 
 def has_matching_import(ctx: FileContext, canonical: Canonicaliser) -> bool:
@@ -58,7 +59,7 @@ class ImportHygiene(StatementPruner):
         super().__init__()
         self.pruned = pruned
         self.ctx = ctx
-        self.unfixed, self.held = ctx.unfixed, ctx.held
+        self.unfixed, self.held, self.sites, self.resolved = ctx.unfixed, ctx.held, ctx.sites, ctx.resolved
         self.uses = uses  # of the rewritten module, whose import statements are the input's
         self.tops = tops  # id(alias) -> its top-level statement, where its position is computed
         self.canonical = canonical
@@ -305,13 +306,14 @@ def _insert(body: list[cst.BaseStatement], name: str) -> None:
     while position < len(body) and _is_future(body[position]):
         position += 1
     if position < len(body):
-        # A new import block: spaced like the statement it precedes, and set off from it.
+        # A new import block: one blank line below a docstring (as black writes it), and
+        # set off from the statement it precedes.
         following = body[position]
         lines = list(following.leading_lines)
         blanks = 0
         while blanks < len(lines) and lines[blanks].comment is None:
             blanks += 1
-        line = line.with_changes(leading_lines=lines[:blanks] if position else [])
+        line = line.with_changes(leading_lines=lines[:min(blanks, 1)] if position else [])
         if position and not blanks:
             body[position] = following.with_changes(leading_lines=[cst.EmptyLine(), *lines])
     body.insert(position, line)

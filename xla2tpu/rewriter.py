@@ -31,7 +31,8 @@ from xla2tpu.outline import Outline
 from xla2tpu.settings import Settings
 from xla2tpu.tensors import known_tensor, tensor_names
 from xla2tpu.resolve import ImportResolver, Scope, dotted_name, resolve
-from xla2tpu.statements import pass_statement, prune, prune_small
+from xla2tpu.pruner import StatementPruner, IfTest
+from xla2tpu.statements import indented_like
 from xla2tpu.transforms import REGISTRY as TRANSFORMS
 from xla2tpu.transforms import DELETE, CallSite, Rewrite
 
@@ -75,9 +76,24 @@ class FileContext:
         self.suppressions = suppressions
         self.diagnostics: list[Diagnostic] = []
         self.imports_needed: set[str] = set()
-        # Sites reported but not rewritten, and the `if`s whose test holds one (never removed).
-        self.unfixed: dict[int, cst.CSTNode] = {}
-        self.held: dict[int, cst.CSTNode] = {}
+        # What the passes' pruners share (see pruner.py): sites reported but not rewritten,
+        # the `if`s kept and what their test is, every site, the findings whose code an `if`
+        # took along.
+        self.unfixed: dict[int, tuple[cst.CSTNode, int | None]] = {}
+        self.held: dict[int, tuple[cst.CSTNode, IfTest]] = {}
+        self.sites: dict[int, cst.CSTNode] = {}
+        self.resolved: list[int] = []
+
+    def findings(self) -> list[Diagnostic]:
+        """The findings; one whose code went with an emptied `if` (pruner.py) is fixed:
+        nothing of it is left to migrate."""
+        found = list(self.diagnostics)
+        for index in set(self.resolved):
+            diagnostic = found[index]
+            if not diagnostic.fixed:
+                message = f"{diagnostic.message} (removed with the `if` it tests, whose block the fixes emptied)"
+                found[index] = dataclasses.replace(diagnostic, message=message, fix=FixClass.SAFE, fixed=True)
+        return found
 
     @functools.cached_property
     def tensor_names(self) -> frozenset[str]:
@@ -121,119 +137,11 @@ def _short(code: str, limit: int = 60) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-class StatementPruner(cst.CSTTransformer):
-    """Removes the small statements whose id is in `doomed`, keeping comments and blocks valid."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        # id -> node: holding the node keeps its id from being reused by a new node.
-        self.doomed: dict[int, cst.CSTNode] = {}
-        # Blocks whose every statement was removed (now a bare `pass`, no comment kept).
-        self._emptied: dict[int, cst.CSTNode] = {}
-        # Sites reported but not rewritten, and the `if`s whose test holds one: such an `if`
-        # stays, so that the finding points at code (FileContext's, shared by the passes).
-        self.unfixed: dict[int, cst.CSTNode] = {}
-        self.held: dict[int, cst.CSTNode] = {}
-
-    def doom(self, node: cst.CSTNode) -> None:
-        self.doomed[id(node)] = node
-
-    def leave_SimpleStatementLine(
-        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ) -> cst.SimpleStatementLine:
-        if not any(id(s) in self.doomed for s in updated_node.body):
-            return updated_node
-        body = prune_small(updated_node.body, self.doomed)
-        if not body:
-            self.doom(updated_node)
-            return updated_node
-        return updated_node.with_changes(body=body)
-
-    def leave_SimpleStatementSuite(
-        self, original_node: cst.SimpleStatementSuite, updated_node: cst.SimpleStatementSuite
-    ) -> cst.SimpleStatementSuite:
-        if not any(id(s) in self.doomed for s in updated_node.body):
-            return updated_node
-        body = prune_small(updated_node.body, self.doomed)
-        if body:
-            return updated_node.with_changes(body=body)
-        emptied = updated_node.with_changes(body=[cst.Pass()])
-        self._emptied[id(emptied)] = emptied
-        return emptied
-
-    def leave_IndentedBlock(
-        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
-    ) -> cst.IndentedBlock:
-        if not any(id(s) in self.doomed for s in updated_node.body):
-            return updated_node
-        body, left = prune(updated_node.body, self.doomed)
-        if not body:
-            emptied = updated_node.with_changes(body=[pass_statement(left)])
-            if not left:
-                self._emptied[id(emptied)] = emptied
-            return emptied
-        return updated_node.with_changes(body=body, footer=[*left, *updated_node.footer])
-
-    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
-        """An `if` whose statements were all removed goes too, when its test cannot do
-        anything (`if XLA_AVAILABLE:`, `if is_torch_xla_available():`); an emptied `else`
-        goes. Leaving `if cond: pass` is not what a person migrating the file would write."""
-        orelse = updated_node.orelse
-        if isinstance(orelse, cst.Else) and id(orelse.body) in self._emptied:
-            updated_node = updated_node.with_changes(orelse=None)
-        elif isinstance(orelse, cst.If) and id(orelse) in self.doomed:  # an emptied last `elif`
-            updated_node = updated_node.with_changes(orelse=None)
-        if id(original_node) in self.held or self._reported_in(original_node.test):
-            self.held[id(updated_node)] = updated_node  # a later pass sees this node as its original
-        elif id(updated_node.body) in self._emptied and updated_node.orelse is None and _inert(updated_node.test):
-            self.doom(updated_node)
-        return updated_node
-
-    def _reported_in(self, node: cst.CSTNode) -> bool:
-        """Whether a finding left for a human points into `node` (it must stay to be seen)."""
-        if not self.unfixed:
-            return False
-        stack = [node]
-        while stack:
-            child = stack.pop()
-            if id(child) in self.unfixed:
-                return True
-            stack.extend(child.children)
-        return False
-
-    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        if not any(id(s) in self.doomed for s in updated_node.body):
-            return updated_node
-        # At module level the blank lines after removed imports set the code off from the
-        # imports that add_imports may put back above it.
-        body, left = prune(updated_node.body, self.doomed, opens_block=False)
-        return updated_node.with_changes(body=body, footer=[*left, *updated_node.footer])
-
-
 @functools.cache
 def _uses(rule: Rule, kind: str) -> bool:
     """Whether a case of `rule` has a condition of `kind` (negated or not): a condition that
     costs something is worked out only for the rules that ask."""
     return any(condition.kind in (kind, "not-" + kind) for case in rule.cases for condition in case.when)
-
-
-def _inert(test: cst.BaseExpression) -> bool:
-    """Whether evaluating `test` can do nothing but read: names, attributes, literals,
-    comparisons and boolean logic of those, and calls of availability probes (`is_*`,
-    `has_*`, `*_available`) with such arguments."""
-    if isinstance(test, (cst.Name, cst.Attribute, cst.BaseNumber, cst.SimpleString)):
-        return dotted_name(test) is not None or not isinstance(test, cst.Attribute)
-    if isinstance(test, cst.UnaryOperation):
-        return _inert(test.expression)
-    if isinstance(test, cst.BooleanOperation):
-        return _inert(test.left) and _inert(test.right)
-    if isinstance(test, cst.Comparison):
-        return _inert(test.left) and all(_inert(target.comparator) for target in test.comparisons)
-    if isinstance(test, cst.Call):
-        name = (dotted_name(test.func) or "").rsplit(".", 1)[-1]
-        probe = name.startswith(("is_", "has_")) or name.endswith("_available")
-        return probe and all(not arg.star and _inert(arg.value) for arg in test.args)
-    return False
 
 
 def lint_reads(rule: Rule, target: str, text: str) -> bool:
@@ -249,7 +157,7 @@ class Rewriter(StatementPruner):
     def __init__(self, ctx: FileContext, module: cst.Module) -> None:
         super().__init__()
         self.ctx = ctx
-        self.unfixed, self.held = ctx.unfixed, ctx.held
+        self.unfixed, self.held, self.sites, self.resolved = ctx.unfixed, ctx.held, ctx.sites, ctx.resolved
         self.index = ctx.index
         self.module = module
         self.import_tops: dict[int, cst.CSTNode] = {}  # id(alias) -> its top-level statement
@@ -318,9 +226,11 @@ class Rewriter(StatementPruner):
         speller's note says why) is reported as manual. True when the fix is applied."""
         note = speller.note if fixable and speller is not None else ""
         where = self._where(original)
+        self.sites[id(original)] = original
+        count = len(self.ctx.diagnostics)
         applied = self.ctx.report(rule, case, where, fixable and not note, self._source(case, original), note, name)
         if not applied:
-            self.unfixed[id(original)] = original
+            self.unfixed[id(original)] = (original, count if len(self.ctx.diagnostics) > count else None)
         return applied
 
     def _apply(self, built: tuple[cst.BaseExpression, Speller, set[str]]) -> cst.BaseExpression:
@@ -747,6 +657,7 @@ class Rewriter(StatementPruner):
     ) -> cst.SimpleStatementLine | cst.FlattenSentinel[cst.BaseStatement]:
         if len(updated_node.body) == 1 and id(updated_node.body[0]) in self._new_statements:
             _node, statements = self._new_statements.pop(id(updated_node.body[0]))
+            statements = indented_like(statements, self._parents[-2])
             if statements:
                 first = statements[0].with_changes(
                     leading_lines=[*updated_node.leading_lines, *statements[0].leading_lines]

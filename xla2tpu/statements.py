@@ -2,14 +2,28 @@
 
 LibCST keeps the comment lines above a statement in its `leading_lines`, so dropping a
 statement naively drops the comments too. Here a deleted statement hands its leading
-lines to the next statement in its block, and a block left empty gets `pass`.
+lines to the next statement in its block, and a block left empty gets `pass`; except the
+comment right above it that describes it ("# Run the pending graph" over `xm.mark_step()`),
+which goes with it rather than describe the code that follows.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Container, Sequence
 
 import libcst as cst
+
+# Words a comment about torch_xla's execution model uses: such a comment described the
+# deleted statement, not the code after it.
+_XLA_WORDS = frozenset({
+    "xla", "tpu", "tpus", "graph", "graphs", "lazy", "pending", "barrier", "rendezvous", "sync", "synchronize",
+    "synchronise", "execute", "executed", "execution", "compile", "compiled", "compilation", "metrics", "ordinal",
+    "pjrt", "xrt", "spmd", "mark_step",
+})
+# Parts of names too common to say what a statement does.
+_COMMON = frozenset({"self", "torch", "core", "model", "models", "utils", "data", "args", "device", "xla_model"})
+_WORD = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def _is_blank(line: cst.EmptyLine) -> bool:
@@ -43,9 +57,9 @@ def prune(
     out: list[cst.BaseStatement] = []
     carried: list[cst.EmptyLine] = []
     removed = False
-    for statement in body:
+    for index, statement in enumerate(body):
         if id(statement) in doomed:
-            carried.extend(getattr(statement, "leading_lines", ()))
+            carried.extend(_undescribed(statement, _ends_paragraph(body, index, doomed)))
             removed = True
             continue
         if carried or (removed and not out):
@@ -59,6 +73,73 @@ def prune(
     if not any(line.comment is not None for line in carried):
         carried = []
     return out, carried
+
+
+def _ends_paragraph(body: Sequence[cst.BaseStatement], index: int, doomed: Container[int]) -> bool:
+    """Whether no kept statement follows `body[index]` without a blank line between."""
+    for statement in body[index + 1:]:
+        lines = getattr(statement, "leading_lines", ())
+        if lines and _is_blank(lines[0]):
+            return True
+        if id(statement) not in doomed:
+            return False
+    return True
+
+
+def _undescribed(statement: cst.BaseStatement, paragraph: bool) -> list[cst.EmptyLine]:
+    """The lines above a deleted statement that stay: all but the comment block right above
+    it (no blank line between) when that block describes it: it speaks of torch_xla's
+    execution, or names what the statement uses and heads no code but it (`paragraph`)."""
+    lines = list(getattr(statement, "leading_lines", ()))
+    start = len(lines)
+    while start and lines[start - 1].comment is not None:
+        start -= 1
+    if start == len(lines):
+        return lines
+    words = {w for line in lines[start:] for w in _WORD.findall(line.comment.value.lower())}  # type: ignore[union-attr]
+    if words & _XLA_WORDS or (paragraph and words & _names(statement)):
+        return lines[:start]
+    return lines
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    """The distinctive words of the names `node` uses (`xm.mark_step` -> mark, step, mark_step)."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        child = stack.pop()
+        if isinstance(child, cst.Name) and child.value.lower() not in _COMMON:
+            value = child.value.lower()
+            found.add(value)
+            found.update(part for part in value.split("_") if len(part) >= 4 and part not in _COMMON)
+        elif not isinstance(child, cst.EmptyLine):
+            stack.extend(child.children)
+    return found
+
+
+class _Indent(cst.CSTTransformer):
+    def __init__(self, indent: str) -> None:
+        super().__init__()
+        self.indent = indent
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return not isinstance(node, cst.BaseExpression)  # blocks are statements' children
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        return updated_node.with_changes(indent=self.indent) if updated_node.indent is None else updated_node
+
+
+def indented_like(statements: Sequence[cst.BaseStatement], block: cst.CSTNode) -> list[cst.BaseStatement]:
+    """Generated `statements` landing in `block`, their own blocks indented by its step.
+
+    A new block without an indent of its own takes the module's default, the step of the
+    file's first block; in a file that mixes steps (2 spaces at the top, 4 in this function)
+    that is not the step of the code around it.
+    """
+    indent = block.indent if isinstance(block, cst.IndentedBlock) else None
+    if indent is None:
+        return list(statements)
+    return [statement.visit(_Indent(indent)) for statement in statements]  # type: ignore[misc]
 
 
 def pass_statement(leading_lines: Sequence[cst.EmptyLine] = ()) -> cst.SimpleStatementLine:

@@ -13,7 +13,7 @@ import libcst as cst
 from xla2tpu.conditions import literal
 from xla2tpu.resolve import resolve
 from xla2tpu.transforms import CallSite, Rewrite, transform
-from xla2tpu.transforms.forms import fresh_name, render_expression, render_statements, statement_form
+from xla2tpu.transforms.forms import fresh_names, render_expression, render_statements, statement_form
 
 # torch_xla reduce string -> (functional-collective string, torch.distributed.ReduceOp member)
 _OPS = {
@@ -64,9 +64,8 @@ def all_reduce(site: CallSite) -> Rewrite | None:
         body = f"        torch.distributed.all_reduce({{tensor}}, op=torch.distributed.ReduceOp.{member})\n"
         if "scale" in site.args and literal(site.args["scale"]) not in (1, 1.0):
             body += "        {tensor}.mul_({scale})\n"
-        tensor = cst.Name(fresh_name(site, "tensor"))
-        loop = "if torch.distributed.is_initialized():\n    for {tensor} in {inputs}:\n" + body
-        return render_statements(site, [loop], {"tensor": tensor})
+        lines, names = fresh_names(site, ["if torch.distributed.is_initialized():\n    for {tensor} in {inputs}:\n" + body], ("tensor",))
+        return render_statements(site, lines, names)
     if isinstance(site.statement, cst.Expr):
         return None  # the tensor form's result was dropped, or `inputs` names a list: unknowable
     imports: set[str] = set()

@@ -72,18 +72,50 @@ def tuple_items(node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
     return None
 
 
+def fresh_names(site: CallSite, lines: list[str], fresh: tuple[str, ...]) -> tuple[list[str], dict[str, cst.BaseExpression]]:
+    """`lines` with each placeholder of `fresh` (`{tensor}`) bound to a new local name built
+    from it; but a loop `for {tensor} in {items}:` over a list or tuple literal of one name
+    or attribute is written as its body on that element: a loop over one item is not what a
+    person writes (`for t in [tensor]: all_reduce(t)` is `all_reduce(tensor)`)."""
+    names: dict[str, cst.BaseExpression] = {}
+    for base in fresh:
+        for items in re.findall(rf"^ *for {{{base}}} in {{(\w+)}}:$", "".join(lines), re.M):
+            elements = tuple_items(site.args[items]) if items in site.args else None
+            if elements is not None and len(elements) == 1 and isinstance(elements[0], (cst.Name, cst.Attribute)):
+                lines = [_unrolled(line, f"for {{{base}}} in {{{items}}}:") for line in lines]
+                names[base] = elements[0]
+        if base not in names:
+            names[base] = cst.Name(fresh_name(site, base))
+    return lines, names
+
+
+def _unrolled(template: str, header: str) -> str:
+    """`template` without the loop line `header`, its body dedented one step."""
+    out: list[str] = []
+    depth: int | None = None
+    for line in template.splitlines(keepends=True):
+        indent = len(line) - len(line.lstrip())
+        if line.strip() == header:
+            depth = indent
+            continue
+        if depth is not None and indent <= depth and line.strip():
+            depth = None
+        out.append(line[4:] if depth is not None else line)
+    return "".join(out)
+
+
 def statement_form(name: str, lines: list[str], fresh: tuple[str, ...] = ()) -> None:
     """Register transform `name`: a call that is a whole expression statement becomes `lines`.
 
-    Each entry of `fresh` is a placeholder (`{tensor}`) bound to a new local name built
-    from it, for loop variables the replacement introduces. A call whose value is used
-    is left to the rule's manual message (the transform returns None).
+    `fresh` names the placeholders of loop variables the replacement introduces
+    (`fresh_names`). A call whose value is used is left to the rule's manual message (the
+    transform returns None).
     """
 
     def rewrite(site: CallSite) -> Rewrite | None:
         if not isinstance(site.statement, cst.Expr):
             return None
-        names = {base: cst.Name(fresh_name(site, base)) for base in fresh}
-        return render_statements(site, lines, names)
+        written, names = fresh_names(site, lines, fresh)
+        return render_statements(site, written, names)
 
     transform(name)(rewrite)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 
 from xla2tpu.transforms import CallSite, Rewrite, transform
+from xla2tpu.transforms.aliases import without_alias
 from xla2tpu.transforms.forms import render_statements, tuple_items
 
 # Calls that iterate their first argument unchanged, yielding its items (or (i, item)).
@@ -43,7 +44,7 @@ def mp_device_loader(site: CallSite) -> Rewrite | None:
     edits = _batch_moves(site, site.original, site.parents, device)
     if edits is None:
         return None
-    return Rewrite(expression=loader, later=edits[0], imports=edits[1])
+    return Rewrite(expression=loader, later=edits[0] + (without_alias(site, site.original, loader) or []), imports=edits[1])
 
 
 @transform("parallel-loader")
@@ -58,8 +59,10 @@ def parallel_loader(site: CallSite) -> Rewrite | None:
     if loader is None or items is None or len(items) != 1:
         return None
     found = _per_device_call(site.original, site.parents)
+    alias = None
     if found is not None:
         uses = [found]
+        alias = without_alias(site, found[0], loader)
     else:
         parent = site.parents[-1] if site.parents else None
         if not (
@@ -75,6 +78,7 @@ def parallel_loader(site: CallSite) -> Rewrite | None:
         if region.early or not calls or None in calls:
             return None
         uses = calls  # type: ignore[assignment]
+        alias = without_alias(site, site.original, loader)
     later: list[Edit] = []
     imports: set[str] = set()
     for outer, parents in uses:
@@ -84,7 +88,7 @@ def parallel_loader(site: CallSite) -> Rewrite | None:
         # `.per_device_loader(device)` goes; what it was called on is now the plain loader.
         later += [(outer, _unwrap_per_device), *edits[0]]
         imports |= edits[1]
-    return Rewrite(expression=loader, later=later, imports=imports)
+    return Rewrite(expression=loader, later=later + (alias or []), imports=imports)
 
 
 def _per_device_call(node: cst.CSTNode, parents: list[cst.CSTNode]) -> tuple[cst.Call, list[cst.CSTNode]] | None:
