@@ -25,6 +25,7 @@ from xla2tpu.imports import ImportHygiene, add_imports, has_matching_import
 from xla2tpu.index import build
 from xla2tpu.noqa import Suppressions, skip_file
 from xla2tpu.layout import Layout
+from xla2tpu.canonical import Canonicaliser
 from xla2tpu.outline import Outline, Plan
 from xla2tpu.prefilter import holds_token, may_hold_idiom
 from xla2tpu.project import EMPTY, Context
@@ -146,9 +147,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
         rewriter = Rewriter(ctx, module)
         new_module = module.visit(rewriter)
         if has_matching_import(ctx, canonical):
-            uses = UseResolver(canonical, outline.pruned)
-            new_module.visit(uses)
-            new_module = new_module.visit(ImportHygiene(ctx, uses, rewriter.import_tops, canonical, outline.pruned))
+            new_module = _import_hygiene(ctx, new_module, rewriter.import_tops, canonical, outline)
         return ctx, add_imports(new_module, ctx.imports_needed)
 
     ctx, new_module = rule_pass(facts)
@@ -178,6 +177,26 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
             except SyntaxError as exc:  # never write a file that no longer parses
                 raise AssertionError(f"the rewrite does not parse: {exc}") from exc
         result.new_source = decoded.encode(code)
+
+
+def _import_hygiene(
+    ctx: FileContext, module: cst.Module, tops: dict[int, cst.CSTNode], canonical: Canonicaliser, outline: Outline
+) -> cst.Module:
+    """The import pass, once more when it removed an `if` guarding imports: the names its
+    test read (`is_torch_xla_available`) may have lost their last use, and a second `fix`
+    must find nothing left to do. The second pass's findings replace the first's."""
+    first, resolved = len(ctx.diagnostics), len(ctx.resolved)
+    for again in (False, True):
+        start = len(ctx.diagnostics)
+        uses = UseResolver(canonical, outline.pruned)
+        module.visit(uses)
+        module = module.visit(ImportHygiene(ctx, uses, tops, canonical, outline.pruned))
+        if again:
+            redone = {(d.line, d.col, d.code) for d in ctx.diagnostics[start:]}
+            ctx.diagnostics[first:start] = [d for d in ctx.diagnostics[first:start] if (d.line, d.col, d.code) not in redone]
+        elif len(ctx.resolved) == resolved:
+            break
+    return module
 
 
 def _migrated_launch(ctx: FileContext, facts: Facts, catalogue: catalogue_mod.Catalogue) -> Fact | None:

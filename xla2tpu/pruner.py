@@ -150,7 +150,7 @@ class StatementPruner(cst.CSTTransformer):
         if test.reads:
             self.resolved += test.findings
             return []
-        return [cst.SimpleStatementLine([cst.Expr(_effect(expression))])]
+        return [cst.SimpleStatementLine([cst.Expr(_effect(expression, statement=True))])]
 
     def _test(self, node: cst.If) -> IfTest:
         """What the test of `node` is, judged as written (or as a former pass judged it)."""
@@ -220,13 +220,16 @@ class StatementPruner(cst.CSTTransformer):
 
 def inert(test: cst.BaseExpression, queries: Container[int] = ()) -> bool:
     """Whether evaluating `test` can do nothing but read: names, attributes, literals,
-    subscripts, arithmetic, comparisons and boolean logic of those, and calls of
-    availability probes (`is_*`, `has_*`, `*_available`), reading builtins (`len`) and the
+    subscripts, arithmetic, comparisons and boolean logic of those, attributes of calls
+    (`State().kind`), and calls of availability probes (`is_*`, `has_*`, `*_available`), reading builtins (`len`) and the
     calls whose id is in `queries`, with such arguments."""
     if isinstance(test, (cst.Name, cst.BaseNumber, cst.SimpleString)):
         return True
     if isinstance(test, cst.Attribute):
-        return dotted_name(test) is not None or inert(test.value, queries)
+        value = test.value
+        if isinstance(value, cst.Call):  # `State().distributed_type`: an accessor, read for its attribute
+            return inert(value.func, queries) and all(not a.star and inert(a.value, queries) for a in value.args)
+        return dotted_name(test) is not None or inert(value, queries)
     if isinstance(test, cst.UnaryOperation):
         return inert(test.expression, queries)
     if isinstance(test, (cst.BooleanOperation, cst.BinaryOperation)):
@@ -273,13 +276,14 @@ def _operator(kind: type[cst.BaseCompOp], like: cst.BaseCompOp) -> cst.BaseCompO
     return kind(whitespace_before=like.whitespace_before, whitespace_after=like.whitespace_after)  # type: ignore[attr-defined,call-arg]
 
 
-def _effect(expression: cst.BaseExpression) -> cst.BaseExpression:
-    """The part of a test that does something: `check() == 0` -> `check()`."""
+def _effect(expression: cst.BaseExpression, statement: bool = False) -> cst.BaseExpression:
+    """The part of a test that does something: `check() == 0` -> `check()`. Parentheses
+    that let it span lines stay (a statement needs them then)."""
     if isinstance(expression, cst.Comparison) and all(inert(target.comparator) for target in expression.comparisons):
         return _effect(expression.left)
     if isinstance(expression, cst.UnaryOperation):
         return _effect(expression.expression)
-    return _bare(expression)
+    return expression if statement and "\n" in cst.Module([]).code_for_node(expression) else _bare(expression)
 
 
 def _bare(expression: cst.BaseExpression) -> cst.BaseExpression:
