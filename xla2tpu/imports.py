@@ -96,9 +96,11 @@ class ImportHygiene(StatementPruner):
         # Only the `try:` body is guarded: an import in a handler, `else:` or `finally:` is not.
         self._guards[-1] = False
 
-    def leave_Try(self, original_node: cst.Try, updated_node: cst.Try) -> cst.Try:
+    def leave_Try(
+        self, original_node: cst.Try, updated_node: cst.Try
+    ) -> cst.Try | cst.FlattenSentinel[cst.BaseStatement]:
         self._guards.pop()
-        return updated_node
+        return super().leave_Try(original_node, updated_node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self._depth -= 1

@@ -3,8 +3,9 @@
 LibCST keeps the comment lines above a statement in its `leading_lines`, so dropping a
 statement naively drops the comments too. Here a deleted statement hands its leading
 lines to the next statement in its block, and a block left empty gets `pass`; except the
-comment right above it that describes it ("# Run the pending graph" over `xm.mark_step()`),
-which goes with it rather than describe the code that follows.
+comment right above it that describes it ("# Run the pending graph" over `xm.mark_step()`,
+or any comment over a statement that ends its paragraph), which goes with it rather than
+describe the code that follows.
 """
 
 from __future__ import annotations
@@ -14,15 +15,13 @@ from collections.abc import Container, Sequence
 
 import libcst as cst
 
-# Words a comment about torch_xla's execution model uses: such a comment described the
-# deleted statement, not the code after it.
+# Words a comment about torch_xla's execution model uses: right above a deleted statement,
+# such a comment described it, not the code after it.
 _XLA_WORDS = frozenset({
     "xla", "tpu", "tpus", "graph", "graphs", "lazy", "pending", "barrier", "rendezvous", "sync", "synchronize",
     "synchronise", "execute", "executed", "execution", "compile", "compiled", "compilation", "metrics", "ordinal",
     "pjrt", "xrt", "spmd", "mark_step",
 })
-# Parts of names too common to say what a statement does.
-_COMMON = frozenset({"self", "torch", "core", "model", "models", "utils", "data", "args", "device", "xla_model"})
 _WORD = re.compile(r"[a-z][a-z0-9_]*")
 
 
@@ -88,8 +87,8 @@ def _ends_paragraph(body: Sequence[cst.BaseStatement], index: int, doomed: Conta
 
 def _undescribed(statement: cst.BaseStatement, paragraph: bool) -> list[cst.EmptyLine]:
     """The lines above a deleted statement that stay: all but the comment block right above
-    it (no blank line between) when that block describes it: it speaks of torch_xla's
-    execution, or names what the statement uses and heads no code but it (`paragraph`)."""
+    it (no blank line between) when that block describes it: nothing but the statement
+    follows it before a blank line (`paragraph`), or it speaks of torch_xla's execution."""
     lines = list(getattr(statement, "leading_lines", ()))
     start = len(lines)
     while start and lines[start - 1].comment is not None:
@@ -97,24 +96,7 @@ def _undescribed(statement: cst.BaseStatement, paragraph: bool) -> list[cst.Empt
     if start == len(lines):
         return lines
     words = {w for line in lines[start:] for w in _WORD.findall(line.comment.value.lower())}  # type: ignore[union-attr]
-    if words & _XLA_WORDS or (paragraph and words & _names(statement)):
-        return lines[:start]
-    return lines
-
-
-def _names(node: cst.CSTNode) -> set[str]:
-    """The distinctive words of the names `node` uses (`xm.mark_step` -> mark, step, mark_step)."""
-    found: set[str] = set()
-    stack = [node]
-    while stack:
-        child = stack.pop()
-        if isinstance(child, cst.Name) and child.value.lower() not in _COMMON:
-            value = child.value.lower()
-            found.add(value)
-            found.update(part for part in value.split("_") if len(part) >= 4 and part not in _COMMON)
-        elif not isinstance(child, cst.EmptyLine):
-            stack.extend(child.children)
-    return found
+    return lines[:start] if paragraph or words & _XLA_WORDS else lines
 
 
 class _Indent(cst.CSTTransformer):
