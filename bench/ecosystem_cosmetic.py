@@ -48,6 +48,27 @@ def _added(old: list[str], new: list[str]) -> set[int]:
     return added
 
 
+def _blank_first_lines(text: str) -> list[int]:
+    """0-based lines of the blank lines that open a block (right below its header)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    lines = text.splitlines()
+    found = []
+    for node, field, body in _blocks(tree):
+        if field != "body" or isinstance(node, ast.Module):
+            continue
+        first = body[0]
+        start = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))]) - 1
+        header = start - 1
+        while header >= 0 and (not lines[header].strip() or _COMMENT.match(lines[header])):
+            header -= 1
+        if header >= 0 and lines[header].rstrip().endswith(":") and not lines[header + 1].strip():
+            found.append(header + 1)
+    return found
+
+
 def _orphaned_comments(old: list[str], new: list[str]) -> list[int]:
     """Output lines of kept comments whose statement right below was deleted, now left
     above nothing they could describe: a blank line, a dedent, `pass` or the end."""
@@ -128,14 +149,13 @@ def artefacts(old_text: str, new_text: str, limit: int) -> list[tuple[str, int, 
             first = body[0]
             if len(body) == 1 and isinstance(first, ast.Pass) and first.lineno - 1 in added:
                 add("emptied block", first.lineno - 1)
-            if field == "body" and not isinstance(node, ast.Module):
-                start = first.lineno - 1 - len(getattr(first, "decorator_list", []) or [])
-                if start - 1 in added and start >= 1 and not new[start - 1].strip() and new[start - 2].rstrip().endswith(":"):
-                    add("blank first line", start - 1)
             if isinstance(node, ast.If) and field == "body" and node.orelse and not isinstance(node.orelse[0], ast.If):
                 same = [ast.dump(s) for s in node.body] == [ast.dump(s) for s in node.orelse]
                 if same and any(line in added for line in range(node.lineno - 1, node.end_lineno or node.lineno)):
                     add("identical branches", node.lineno - 1)
+    blank_old, blank_new = _blank_first_lines(old_text), _blank_first_lines(new_text)
+    for index in blank_new[: max(0, len(blank_new) - len(blank_old))]:
+        add("blank first line", index)
     for index in _orphaned_comments(old, new):
         add("orphaned comment", index)
     for index in sorted(added):
@@ -147,13 +167,26 @@ def artefacts(old_text: str, new_text: str, limit: int) -> list[tuple[str, int, 
         if _ONE_ELEMENT_LOOP.match(line):
             add("one-element loop", index)
         alias = _ALIAS.match(line)
-        if alias and alias.group(2) not in ("None", "True", "False") and not line.strip().startswith(("return", "pass")):
+        if alias and alias.group(2) not in ("None", "True", "False") and not _rebound(alias.group(1), new[index + 1:]):
             add("alias", index)
         if index and new[index - 1].rstrip().endswith(":") and line.strip() and index - 1 in added:
             unit = _unit(new, index - 1)
             if unit and _indent(line) - _indent(new[index - 1]) not in (0, unit):
                 add("foreign indentation", index)
     return found
+
+
+_ASSIGNMENT = re.compile(r"^([^=]*?[^=!<>])=(?!=)")
+
+
+def _rebound(name: str, lines: list[str]) -> bool:
+    """Whether `name` is assigned again below: then `name = other` starts a value (a loop's
+    carry), not an alias."""
+    for line in lines:
+        left = _ASSIGNMENT.match(line)
+        if left and re.search(rf"\b{re.escape(name)}\b", left.group(1)):
+            return True
+    return False
 
 
 def _indent(line: str) -> int:

@@ -99,8 +99,9 @@ def test_deleting_keeps_the_comments_above_and_blocks_valid() -> None:
     import torch_xla.core.xla_model as xm
 
     for i in range(3):
-        # keep me
+        # keep me: it heads the code that follows
         xm.mark_step()
+        print(i)
     while True:
         xm.mark_step()  # trailing comments go with their statement
         # a closing comment stays
@@ -108,8 +109,8 @@ def test_deleting_keeps_the_comments_above_and_blocks_valid() -> None:
     assert fix(source) == textwrap.dedent("""\
 
     for i in range(3):
-        # keep me
-        pass
+        # keep me: it heads the code that follows
+        print(i)
     while True:
         pass
         # a closing comment stays
