@@ -226,7 +226,7 @@ def _definition(name: str, node: ast.stmt, lines: list[str], body: list[ast.stmt
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         returns = [inner for inner in _own_nodes(node) if isinstance(inner, ast.Return)]
         passed_on = any(isinstance(r.value, (ast.Call, ast.Name, ast.Attribute)) for r in returns)
-        if not returns or not all(_yes_no(r.value) for r in returns) or (passed_on and not _PREDICATE.fullmatch(node.name)):
+        if not returns or not all(_yes_no(r.value) for r in returns) or (passed_on and not PREDICATE.fullmatch(node.name)):
             return None  # a probe answers yes or no (a setup function that tests one is no probe)
         direct = _probes(node)
         reads = {n for inner in _own_nodes(node) if isinstance(inner, ast.If) for n in _false_unless(inner)}
@@ -248,7 +248,7 @@ def _definition(name: str, node: ast.stmt, lines: list[str], body: list[ast.stmt
 
 # The name of a function that answers a yes/no question: only such a one may pass on the
 # value of another call or name (`return _XLA_AVAILABLE`; `get_device()` returns a device).
-_PREDICATE = re.compile(r"_*(?:is|has|have|use|uses|can|should|check|supports?)_\w+|\w*(?:available|enabled|installed|supported)\w*", re.I)
+PREDICATE = re.compile(r"_*(?:is|has|have|use|uses|can|should|check|supports?)_\w+|\w*(?:available|enabled|installed|supported)\w*", re.I)
 
 
 def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef):

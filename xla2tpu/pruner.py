@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from xla2tpu.modules import PREDICATE
 from xla2tpu.resolve import dotted_name
 from xla2tpu.statements import pass_statement, prune, prune_small
 
@@ -221,8 +222,9 @@ class StatementPruner(cst.CSTTransformer):
 def inert(test: cst.BaseExpression, queries: Container[int] = ()) -> bool:
     """Whether evaluating `test` can do nothing but read: names, attributes, literals,
     subscripts, arithmetic, comparisons and boolean logic of those, attributes of calls
-    (`State().kind`), and calls of availability probes (`is_*`, `has_*`, `*_available`), reading builtins (`len`) and the
-    calls whose id is in `queries`, with such arguments."""
+    (`State().kind`), and calls of functions named as yes/no questions (`is_*`, `use_*`,
+    `*_available`: modules.PREDICATE), reading builtins (`len`) and the calls whose id is in
+    `queries`, with such arguments."""
     if isinstance(test, (cst.Name, cst.BaseNumber, cst.SimpleString)):
         return True
     if isinstance(test, cst.Attribute):
@@ -244,8 +246,7 @@ def inert(test: cst.BaseExpression, queries: Container[int] = ()) -> bool:
         return all(isinstance(e, cst.Element) and inert(e.value, queries) for e in test.elements)
     if isinstance(test, cst.Call):
         name = dotted_name(test.func) or ""
-        short = name.rsplit(".", 1)[-1]
-        reads = id(test) in queries or name in _READERS or short.startswith(("is_", "has_")) or short.endswith("_available")
+        reads = id(test) in queries or name in _READERS or PREDICATE.fullmatch(name.rsplit(".", 1)[-1]) is not None
         return reads and all(not arg.star and inert(arg.value, queries) for arg in test.args)
     return False
 
