@@ -73,7 +73,6 @@ def test_function_scope_shadowing() -> None:
     """
     # `a`'s `xm` is its parameter: no read reaches the module's import once `b` is migrated.
     assert fix(source) == textwrap.dedent("""\
-
     def a(xm):
         xm.mark_step()
 
@@ -107,7 +106,6 @@ def test_deleting_keeps_the_comments_above_and_blocks_valid() -> None:
         # a closing comment stays
     """
     assert fix(source) == textwrap.dedent("""\
-
     for i in range(3):
         # keep me: it heads the code that follows
         print(i)

@@ -33,6 +33,7 @@ from xla2tpu.project_findings import project_findings
 from xla2tpu.resolve import ImportResolver, UseResolver
 from xla2tpu.rewriter import FileContext, Rewriter, lint_reads
 from xla2tpu.settings import Settings
+from xla2tpu.statements import opening_as_before
 
 
 def process_source(path: str, data: bytes, settings: Settings, context: Context = EMPTY) -> FileResult:
@@ -148,7 +149,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
         new_module = module.visit(rewriter)
         if has_matching_import(ctx, canonical):
             new_module = _import_hygiene(ctx, new_module, rewriter.import_tops, canonical, outline)
-        return ctx, add_imports(new_module, ctx.imports_needed)
+        return ctx, opening_as_before(add_imports(new_module, ctx.imports_needed), module)
 
     ctx, new_module = rule_pass(facts)
     launch = _migrated_launch(ctx, facts, catalogue)

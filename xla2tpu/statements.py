@@ -15,13 +15,9 @@ from collections.abc import Container, Sequence
 
 import libcst as cst
 
-# Words a comment about torch_xla's execution model uses: right above a deleted statement,
-# such a comment described it, not the code after it.
-_XLA_WORDS = frozenset({
-    "xla", "tpu", "tpus", "graph", "graphs", "lazy", "pending", "barrier", "rendezvous", "sync", "synchronize",
-    "synchronise", "execute", "executed", "execution", "compile", "compiled", "compilation", "metrics", "ordinal",
-    "pjrt", "xrt", "spmd", "mark_step",
-})
+# Words a comment about torch_xla's lazy execution uses: right above a deleted statement,
+# such a comment described it, not the code after it ("# Run the pending graph").
+_XLA_WORDS = frozenset({"xla", "graph", "graphs", "lazy", "pending", "barrier", "rendezvous", "mark_step", "pjrt", "xrt"})
 _WORD = re.compile(r"[a-z][a-z0-9_]*")
 
 
@@ -51,27 +47,35 @@ def prune(
     the caller puts in the block's footer (or under a `pass` when the body is empty).
     A statement that becomes the first of its block loses the blank lines that set it off
     from the ones removed before it, when `opens_block` (nothing above it in the output
-    needs the space): a block does not start with a blank line.
+    needs the space): a block starts as it did, with the blank lines it opened with.
     """
     out: list[cst.BaseStatement] = []
     carried: list[cst.EmptyLine] = []
     removed = False
+    opening = _blank_head(getattr(body[0], "leading_lines", ())) if body else []
     for index, statement in enumerate(body):
         if id(statement) in doomed:
-            carried.extend(_undescribed(statement, _ends_paragraph(body, index, doomed)))
+            carried.extend(_undescribed(statement, _ends_paragraph(body, index, doomed), first=not out))
             removed = True
             continue
         if carried or (removed and not out):
             lines = _merge(carried, statement.leading_lines)
             if opens_block and not out:
-                while lines and _is_blank(lines[0]):
-                    lines = lines[1:]
+                lines = opening + lines[len(_blank_head(lines)):]
             statement = statement.with_changes(leading_lines=lines)
             carried = []
         out.append(statement)
     if not any(line.comment is not None for line in carried):
         carried = []
     return out, carried
+
+
+def _blank_head(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """The blank lines `lines` start with."""
+    head = 0
+    while head < len(lines) and _is_blank(lines[head]):
+        head += 1
+    return list(lines[:head])
 
 
 def _ends_paragraph(body: Sequence[cst.BaseStatement], index: int, doomed: Container[int]) -> bool:
@@ -85,18 +89,33 @@ def _ends_paragraph(body: Sequence[cst.BaseStatement], index: int, doomed: Conta
     return True
 
 
-def _undescribed(statement: cst.BaseStatement, paragraph: bool) -> list[cst.EmptyLine]:
+def _undescribed(statement: cst.BaseStatement, paragraph: bool, first: bool) -> list[cst.EmptyLine]:
     """The lines above a deleted statement that stay: all but the comment block right above
-    it (no blank line between) when that block describes it: nothing but the statement
-    follows it before a blank line (`paragraph`), or it speaks of torch_xla's execution."""
+    it (no blank line between) when that block describes it: it and the statement are a
+    paragraph of their own (`paragraph`, and a blank line above the comment, or no code
+    left above it in the block: `first`), or it speaks of torch_xla's lazy execution.
+    A comment right below other code may be about that code (`# ^^ safe even without CUDA`)."""
     lines = list(getattr(statement, "leading_lines", ()))
     start = len(lines)
     while start and lines[start - 1].comment is not None:
         start -= 1
     if start == len(lines):
         return lines
+    paragraph = paragraph and (_is_blank(lines[start - 1]) if start else first)
     words = {w for line in lines[start:] for w in _WORD.findall(line.comment.value.lower())}  # type: ignore[union-attr]
     return lines[:start] if paragraph or words & _XLA_WORDS else lines
+
+
+def opening_as_before(module: cst.Module, original: cst.Module) -> cst.Module:
+    """`module` without the blank lines a deletion left at the top of the file (its first
+    statement gone, nothing put in its place), when the file did not start with them."""
+    if module.header or not module.body or not original.body or _blank_head(original.body[0].leading_lines):
+        return module
+    first = module.body[0]
+    head = _blank_head(first.leading_lines)
+    if not head:
+        return module
+    return module.with_changes(body=[first.with_changes(leading_lines=first.leading_lines[len(head):]), *module.body[1:]])
 
 
 class _Indent(cst.CSTTransformer):
