@@ -76,7 +76,9 @@ def render(results: Sequence[FileResult], files: int, written: set[str], catalog
         out += ["", f"## `{result.path}`", ""]
         if result.error:
             out.append(f"**Could not be processed:** {_cell(result.error)}")
-            continue
+            if not result.diagnostics:
+                continue
+            out.append("")  # a notebook with a cell that does not parse: the others were processed
         done = [d for d in result.diagnostics if d.fixed and result.path in written]
         todo = [d for d in result.diagnostics if d not in done]
         if done:
