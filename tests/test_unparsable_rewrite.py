@@ -106,4 +106,4 @@ def test_the_same_rule_still_fixes_a_site_it_renders_validly(invoke, tmp_path: P
     main = '\nif __name__ == "__main__":\n    train(None)\n'
     target.write_text("import torch_xla.core.xla_model as xm\n\ndef train(opt):\n    xm.optimizer_step(opt)\n" + main)
     assert invoke("fix", "--no-cache", "train.py").exit_code == 0
-    assert target.read_text() == "\ndef train(opt):\n    opt = None\n" + main
+    assert target.read_text() == "def train(opt):\n    opt = None\n" + main
