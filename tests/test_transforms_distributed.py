@@ -12,13 +12,15 @@ from xla2tpu.engine import process_source
 from xla2tpu.resolve import Scope
 from xla2tpu.settings import Settings
 from xla2tpu.transforms import CallSite
+from xla2tpu.line_length import LONGEST
 from xla2tpu.transforms.forms import fresh_name, tuple_items
 
 
 def _run(source: str) -> tuple[str, list[Diagnostic]]:
-    """The fixed text (unsafe fixes included) and every finding."""
+    """The fixed text (unsafe fixes included) and every finding; generated lines as the
+    transforms print them (the widest line length: nothing is wrapped)."""
     cat = catalogue.load()
-    settings = Settings(cat.select(["ALL"], []), frozenset({FixClass.SAFE, FixClass.UNSAFE}), "eager")
+    settings = Settings(cat.select(["ALL"], []), frozenset({FixClass.SAFE, FixClass.UNSAFE}), "eager", LONGEST)
     data = textwrap.dedent(source).encode()
     result = process_source("t.py", data, settings)
     assert result.error is None, result.error

@@ -20,7 +20,8 @@ from xla2tpu.diagnostics import FileResult
 from xla2tpu.report import progress, text
 from xla2tpu.shard import Shard, ShardError
 from xla2tpu.project import EMPTY
-from xla2tpu.workflow import Outcome, process, run, settings_for, stdin_context, write_back
+from xla2tpu.line_length import LineLengths
+from xla2tpu.workflow import Outcome, file_settings, process, run, settings_for, stdin_context, write_back
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "concise", "json", "sarif", "github")
@@ -111,18 +112,26 @@ def _process(options: dict) -> tuple[Outcome, Config, Catalogue, bytes | None]:
     if [str(p) for p in paths] == ["-"]:
         data = sys.stdin.buffer.read()
         name = options["stdin_filename"] or "-"
+        lengths = LineLengths()
         if options["stdin_filename"]:
-            selected = config.selected_for(catalogue, Path(name), settings.selected)
-            settings = settings.__class__(selected, settings.apply, settings.target)
-        context = stdin_context(name, data, config, catalogue, settings, cache, options["project_root"]) if options["stdin_filename"] else EMPTY
+            context = stdin_context(name, data, config, catalogue, settings, cache, options["project_root"], lengths)
+            settings = file_settings(config, catalogue, settings, name, lengths)
+        else:  # no file name: no per-file-ignores apply, and the line length is the current folder's
+            settings = dataclasses.replace(settings, line_length=config.line_length or lengths.of(name))
+            context = EMPTY
         result = process(name, data, settings, context)
-        outcome = Outcome(results=[result], files=1, lines=result.lines, parsed=int(result.parsed))
+        outcome = Outcome(results=[result], warnings=lengths.warnings, files=1, lines=result.lines, parsed=int(result.parsed))
         return outcome, config, catalogue, data
     if any(str(p) == "-" for p in paths):
         _fail("`-` (standard input) cannot be combined with other paths")
     with progress.bar(progress.wanted(options["output_format"] in MACHINE_FORMATS)) as bar:
         outcome = run(paths, config, catalogue, settings, options["jobs"], cache, shard, bar, options["project_root"])
     return outcome, config, catalogue, None
+
+
+def _warn(outcome: Outcome) -> None:
+    for message in outcome.warnings:
+        click.echo(f"{click.style('warning', fg='yellow', bold=True)}: {message}", err=True)
 
 
 def _exit_code(outcome: Outcome, findings: bool, options: dict) -> int:
@@ -200,6 +209,7 @@ def main() -> None:
 def check(show_facts: bool, **options: object) -> None:
     """Report torch_xla idioms. Exit 0 when clean, 1 with findings, 2 on errors."""
     outcome, config, catalogue, _ = _process(options)
+    _warn(outcome)
     with _sink(options, stdout_taken=False) as (report, problems):
         if show_facts and options["output_format"] not in MACHINE_FORMATS:
             for line in text.facts(outcome.results):
@@ -220,6 +230,7 @@ def check(show_facts: bool, **options: object) -> None:
 def fix(diff: bool, report_path: Path | None, exit_non_zero_on_fix: bool, quiet: bool, **options: object) -> None:
     """Apply safe fixes in place (unsafe ones too with --unsafe-fixes)."""
     outcome, config, catalogue, stdin_data = _process(options)
+    _warn(outcome)
     fixed = changed = 0
     written: set[str] = set()
     for result in outcome.results:

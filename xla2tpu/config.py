@@ -10,10 +10,11 @@ import pathspec
 
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.files import DEFAULT_EXCLUDE
+from xla2tpu.line_length import LONGEST
 
 TARGETS = ("eager", "compile")
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-KEYS = (*_LIST_KEYS, "per-file-ignores", "target", "cache-dir")
+KEYS = (*_LIST_KEYS, "per-file-ignores", "target", "cache-dir", "line-length")
 
 
 class ConfigError(Exception):
@@ -32,6 +33,7 @@ class Config:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     target: str = "eager"
     cache_dir: str | None = None  # relative to `root`
+    line_length: int | None = None  # else each file's formatter configuration says (line_length.py)
 
     def selected(self, catalogue: Catalogue) -> frozenset[str]:
         return catalogue.select([*self.select, *self.extend_select], self.ignore)
@@ -126,4 +128,8 @@ def from_table(table: dict, source: Path) -> Config:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where}: 'cache-dir' must be a folder path (a string)")
             config.cache_dir = value
+        elif key == "line-length":
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= LONGEST:
+                raise ConfigError(f"{where}: 'line-length' must be a whole number from 1 to {LONGEST}, not {value!r}")
+            config.line_length = value
     return config

@@ -34,6 +34,7 @@ from xla2tpu.resolve import ImportResolver, UseResolver
 from xla2tpu.rewriter import FileContext, Rewriter, lint_reads
 from xla2tpu.settings import Settings
 from xla2tpu.statements import opening_as_before
+from xla2tpu.wrap import Wrapper
 
 
 def process_source(path: str, data: bytes, settings: Settings, context: Context = EMPTY) -> FileResult:
@@ -160,7 +161,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     result.encoding = decoded.encoding
     if not any(diagnostic.fixed for diagnostic in ctx.diagnostics):
         return  # nothing was rewritten: no code to generate
-    code, generated = outline.render(new_module)
+    code, generated = outline.render(new_module, Wrapper(decoded.text, settings.line_length))
     if code != decoded.text:
         if not outline.reprints_changes(new_module):
             # LibCST does not print every input back byte for byte (some whitespace-only

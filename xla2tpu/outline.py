@@ -37,7 +37,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
@@ -223,8 +223,9 @@ class Outline:
             elif not plan.keeps(text, child_group):
                 self.pruned.add(id(child))
 
-    def render(self, module: cst.Module) -> tuple[str, list[str]]:
-        """`module.code`, and the parts of it that were generated rather than copied.
+    def render(self, module: cst.Module, finish: Callable[[str], str] = str) -> tuple[str, list[str]]:
+        """`module.code`, and the parts of it that were generated rather than copied, each
+        passed through `finish` (wrap.py wraps their long lines).
 
         `module` is the rewritten module: a statement no pass changed (pruned, or visited
         without a rewrite inside) is the very object of the original module, so its text is
@@ -235,7 +236,7 @@ class Outline:
         """
         layout = self._layout
         if not layout.reduced and (not module.has_trailing_newline or not module.body):
-            code = module.code  # the module's own trailing-newline rules apply
+            code = finish(module.code)  # the module's own trailing-newline rules apply
             return code, [code]
         generated: list[str] = []
         parts = [layout.header(module)]
@@ -244,7 +245,7 @@ class Outline:
             if text is None:
                 gap = layout.gap(statement)
                 if gap is None:
-                    text = module.code_for_node(statement)
+                    text = finish(module.code_for_node(statement))
                 else:  # a placeholder handed comment lines by a statement deleted before it
                     text = lines_code(module, statement.leading_lines)
                 generated.append(text)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xla2tpu.diagnostics import FixClass
+from xla2tpu.line_length import DEFAULT
 
 
 @dataclass(frozen=True)
@@ -13,3 +14,4 @@ class Settings:
     selected: frozenset[str]
     apply: frozenset[FixClass]  # fix classes applied (or, for check, shown as applicable)
     target: str = "eager"
+    line_length: int = DEFAULT  # generated lines longer than this are wrapped (wrap.py)

@@ -18,6 +18,7 @@ from xla2tpu.diagnostics import FileResult, FixClass
 from xla2tpu.facts import forget_folders, location_key
 from xla2tpu.files import SOURCE_SUFFIXES, Excluder, FileProblem, Found, discover, write_atomic
 from xla2tpu.files import read as read_file
+from xla2tpu.line_length import LineLengths
 from xla2tpu.prefilter import may_hold_idiom
 from xla2tpu.project import EMPTY, Context, Project, find_root
 from xla2tpu.settings import Settings
@@ -32,6 +33,7 @@ class Outcome:
     """Results that matter (findings, changes, errors), sorted by path."""
 
     results: list[FileResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # about configuration read on the way
     files: int = 0
     lines: int = 0
     parsed: int = 0
@@ -58,6 +60,16 @@ def settings_for(config: Config, catalogue: Catalogue, unsafe_fixes: bool) -> Se
     return Settings(config.selected(catalogue), fix_classes(unsafe_fixes), config.target)
 
 
+def file_settings(config: Config, catalogue: Catalogue, settings: Settings, path: str, lengths: LineLengths) -> Settings:
+    """The run's settings for one file: its per-file-ignores, and its project's line length
+    (`line-length` in the config, else the formatter configuration nearest the file)."""
+    selected = config.selected_for(catalogue, Path(path), settings.selected)
+    length = config.line_length or lengths.of(path)
+    if selected is settings.selected and length == settings.line_length:
+        return settings
+    return Settings(selected, settings.apply, settings.target, length)
+
+
 def process(path: str, data: bytes, settings: Settings, context: Context = EMPTY) -> FileResult:
     """One file's result, a notebook's or a Python file's."""
     if path.endswith(notebook.SUFFIX):
@@ -68,14 +80,18 @@ def process(path: str, data: bytes, settings: Settings, context: Context = EMPTY
 
 
 def stdin_context(name: str, data: bytes, config: Config, catalogue: Catalogue, settings: Settings, cache: Cache | None,
-                  project_root: Path | None) -> Context:
+                  project_root: Path | None, lengths: LineLengths) -> Context:
     """What the project around `--stdin-filename` says of the source read from stdin: the
-    same model as for the file on disk, with these bytes in its place."""
+    same model as for the file on disk, with these bytes in its place. `settings`: the run's."""
     if name.endswith(notebook.SUFFIX):
         return EMPTY
     excluder = Excluder(config.root, [*config.exclude, *config.extend_exclude])
     model = load_project(project_root or find_root([Path(name)]), excluder, catalogue, cache, {}, {name: data})
-    for path, program, program_settings in _programs(model, settings, [(name, data, settings)]):
+
+    def settings_of(path: str) -> Settings:
+        return file_settings(config, catalogue, settings, path, lengths)
+
+    for path, program, program_settings in _programs(model, settings, settings_of, [(name, data, settings_of(name))]):
         _settle(model, process(path, program, program_settings, model.context(path)))
     return model.context(name)
 
@@ -102,6 +118,7 @@ def run(
     """
     outcome = Outcome()
     forget_folders()  # a folder's modules and pins are what is on disk now
+    lengths = LineLengths()
     digests: dict[str, bytes] = {}
     locations: dict[str, str] = {}  # the location each computed result's facts saw
     keys: dict[str, str] = {}
@@ -119,6 +136,9 @@ def run(
     optimistic: dict[str, FileResult] = {}
     cold = cache is None or not cache.has_summaries()
 
+    def settings_of(name: str) -> Settings:
+        return file_settings(config, catalogue, settings, name, lengths)
+
     def reading() -> Iterator[pool.Item]:
         for item in found:
             name = str(item.path)
@@ -131,13 +151,12 @@ def run(
                 outcome.results.append(FileResult(name, error=str(exc)))
                 continue
             digests[name] = hashlib.sha256(data).digest()
-            selected = config.selected_for(catalogue, item.path, settings.selected)
-            file_settings = settings if selected is settings.selected else Settings(selected, settings.apply, settings.target)
-            read.append((name, data, file_settings))
+            its_settings = settings_of(name)
+            read.append((name, data, its_settings))
             if not name.endswith(notebook.SUFFIX):
                 prefiltered[name] = may_hold_idiom(data)
                 if cold and prefiltered[name]:
-                    yield name, data, file_settings, EMPTY
+                    yield name, data, its_settings, EMPTY
         walked = shard is None and any(os.path.abspath(path) == os.path.abspath(root) for path in paths)
         listed = [os.path.abspath(f.path) for f in found if f.problem is None and str(f.path).endswith(".py")] if walked else None
         sources = {name: data for name, data, _ in read if not name.endswith(notebook.SUFFIX)}
@@ -207,7 +226,7 @@ def run(
             finished(result)
             yield result
 
-    programs = _programs(model, settings, read)
+    programs = _programs(model, settings, settings_of, read)
     names = {item[0] for item in read}
     for result in compute(programs):
         _settle(model, result)
@@ -218,13 +237,15 @@ def run(
     for result in compute(rest):
         add(result)
     outcome.results.sort(key=lambda r: r.path)
+    outcome.warnings = lengths.warnings
     return outcome
 
 
-def _programs(model: Project, settings: Settings, read: Sequence[tuple[str, bytes, Settings]]) -> list[tuple[str, bytes, Settings]]:
+def _programs(model: Project, settings: Settings, settings_of: Callable[[str], Settings],
+              read: Sequence[tuple[str, bytes, Settings]]) -> list[tuple[str, bytes, Settings]]:
     """The programs of the project whose torch_xla launch this fix may migrate (only unsafe
     fixes do), the run's own or read now: what the modules they import inherit is their
-    processes after the fix, so they are processed first."""
+    processes after the fix, so they are processed first. `settings_of`: a file's settings."""
     if FixClass.UNSAFE not in settings.apply:
         return []
     given = {os.path.abspath(item[0]): item for item in read}
@@ -234,7 +255,7 @@ def _programs(model: Project, settings: Settings, read: Sequence[tuple[str, byte
             items.append(given[path])
             continue
         try:
-            items.append((path, read_file(Path(path)), settings))
+            items.append((path, read_file(Path(path)), settings_of(path)))
         except FileProblem:
             continue  # its own run reports it
     return items
