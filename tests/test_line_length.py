@@ -50,7 +50,8 @@ def test_ruffs_own_files_come_first_then_black_then_flake8(tmp_path: Path) -> No
         "tox.ini": "[flake8]\nmax-line-length = 121\n",
         ".flake8": "[flake8]\nmax-line-length = 122\n",
     }
-    for name, expected in [(".ruff.toml", 101), ("ruff.toml", 102), ("pyproject.toml", 119), ("setup.cfg", 120), ("tox.ini", 121), (".flake8", 122)]:
+    order = [(".ruff.toml", 101), ("ruff.toml", 102), ("pyproject.toml", 119), ("setup.cfg", 120), ("tox.ini", 121), (".flake8", 122)]
+    for name, expected in order:
         assert _length(tmp_path, files)[0] == expected
         (tmp_path / name).unlink()
         del files[name]

@@ -205,6 +205,18 @@ def test_only_lines_the_input_did_not_have_are_wrapped() -> None:
     assert _wrap("if ready:\n    " + user, source=source) == "if ready:\n    " + user
 
 
+def test_line_endings_are_kept_and_a_last_line_without_one_is_split_too() -> None:
+    line = "print(torch.distributed.get_rank() if torch.distributed.is_initialized() else 0, torch.distributed.get_world_size())"
+    assert _wrap(line) == (
+        "print(\n    torch.distributed.get_rank() if torch.distributed.is_initialized() else 0,\n"
+        "    torch.distributed.get_world_size(),\n)"
+    )
+    assert _wrap(f"\x0c\nx = 1\r\n{line}\r\n") == (
+        "\x0c\nx = 1\r\nprint(\r\n    torch.distributed.get_rank() if torch.distributed.is_initialized() else 0,\r\n"
+        "    torch.distributed.get_world_size(),\r\n)\r\n"
+    )
+
+
 def test_continuations_use_the_indentation_of_the_block() -> None:
     line = "torch.multiprocessing.spawn(_tpu_worker, args=(_mp_fn, tpu_processes, flags), nprocs=tpu_processes)"
     assert _wrap(f"def main():\n  if True:\n    {line}\n") == (
@@ -242,10 +254,31 @@ def test_a_long_line_inside_brackets_is_split_when_it_closes_what_it_opens() -> 
     )
 
 
+def test_a_statement_over_several_lines_all_generated_is_split_as_one() -> None:
+    # the rewrite kept the user's layout of an argument and closed the statement after it
+    _same(
+        """\
+        def loaders(flags):
+            train = [(torch.zeros(flags.batch_size, 1, 28, 28),
+                      torch.zeros(flags.batch_size, dtype=torch.int64))] * (60000 // flags.batch_size // world_size())
+        """,
+        """\
+        def loaders(flags):
+            train = [
+                (
+                    torch.zeros(flags.batch_size, 1, 28, 28),
+                    torch.zeros(flags.batch_size, dtype=torch.int64),
+                )
+            ] * (60000 // flags.batch_size // world_size())
+        """,
+    )
+
+
 def test_lines_that_are_not_whole_stay_as_they_are() -> None:
+    user = "check(a,\n"  # a statement whose other line is the user's: nothing of it moves
+    long = "      torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1234567)\n"
+    assert _wrap(user + long, 60, source=user) == user + long
     for code in (
-        # closes a bracket opened on the line before
-        "check(a,\n      torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1234567)\n",
         # continued with a backslash
         "value = 1 + \\\n    torch.distributed.get_world_size() + torch.distributed.get_rank() + 1234567890123\n",
         # a compound statement with its body on the same line
@@ -254,6 +287,28 @@ def test_lines_that_are_not_whole_stay_as_they_are() -> None:
         "return torch_distributed_functional_collectives_all_gather_tensor_result_name\n",
     ):
         assert _wrap(code, 60) == code
+
+
+def test_soft_keywords_as_names_and_annotations() -> None:
+    _same(
+        """\
+        def parse(text, pattern):
+            match = re.fullmatch(pattern, text, flags=re.IGNORECASE | re.MULTILINE | re.DOTALL)
+            world: int | None = torch.distributed.get_world_size() if torch.distributed.is_initialized() else None
+        """,
+        """\
+        def parse(text, pattern):
+            match = re.fullmatch(
+                pattern, text, flags=re.IGNORECASE | re.MULTILINE | re.DOTALL
+            )
+            world: int | None = (
+                torch.distributed.get_world_size()
+                if torch.distributed.is_initialized()
+                else None
+            )
+        """,
+        limit=72,
+    )
 
 
 def test_a_split_that_would_change_the_program_is_not_made() -> None:

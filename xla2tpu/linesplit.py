@@ -14,8 +14,7 @@ tokens stays as written, and so do quotes and numbers. What black does, in its s
   then `if`/`else`, `and`/`or`, comparisons, operators): one element per line, with a magic
   trailing comma after comma-separated elements; recursively for what is still too long.
 
-Strings (f-strings included) are single tokens: never split inside. A line black cannot
-split is left as it is (None).
+Strings (f-strings included) are single tokens: never split inside.
 """
 
 from __future__ import annotations
@@ -30,7 +29,8 @@ _MATH = {"|": 9, "^": 8, "&": 7, "<<": 6, ">>": 6, "+": 5, "-": 5, "*": 4, "/": 
 _COMPARISONS = frozenset({"<", ">", "==", "!=", "<=", ">="})
 _OPENING = {"(": ")", "[": "]", "{": "}"}
 _CLOSING = {")": "(", "]": "[", "}": "{"}
-_ASSIGNMENTS = frozenset({"=", "+=", "-=", "*=", "@=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "**=", "//="})
+# What black puts optional parentheses after in an assignment (`:` before an annotation).
+_ASSIGNMENTS = frozenset({"=", "+=", "-=", "*=", "@=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "**=", "//=", ":"})
 # Words that end no operand: an operator after one of them is unary (`return -x`, `in *a`).
 _KEYWORDS = frozenset({
     "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else", "except",
@@ -421,14 +421,12 @@ def _ternary_parentheses(leaves: list[_Leaf], ternaries: Sequence[tuple[_Leaf, _
 
 
 def split(tokens: Sequence[Token], comment: str, indent: str, unit: str, limit: int, *, inside: bool,
-          ternaries: Sequence[tuple[int, int]] = ()) -> list[str] | None:
+          ternaries: Sequence[tuple[int, int]] = ()) -> list[str]:
     """The lines black prints for the line of `tokens` at `indent`, each level of brackets one
-    `unit` deeper; None when it would leave the line as it is. `comment` (with the whitespace
-    before it) ends the line. `inside`: the line is part of brackets opened on an earlier line,
+    `unit` deeper (one line when it does not split it). `comment` (with the whitespace before
+    it) ends the line. `inside`: the line is part of brackets opened on an earlier line,
     not a whole statement. `ternaries`: the first and last token index of each conditional
     expression (`a if b else c`)."""
-    if not tokens:
-        return None
     leaves = [_Leaf(t.text if t.kind == "op" and (t.text in _OPENING or t.text in _CLOSING) else t.kind, t.text, t.prefix)
               for t in tokens]
     _pair(leaves)
@@ -449,9 +447,7 @@ def split(tokens: Sequence[Token], comment: str, indent: str, unit: str, limit: 
         if last.kind == ")" and not last.value and len(leaves) >= 3 and leaves[-3] is last.partner:
             last = leaves[-2]  # optional parentheses around one token: the comment is that token's
         last.comment = comment
-    line = _Line(leaves, indent, unit, inside)
-    lines = [piece.render() for piece in _Splitter(limit).transform(line)]
-    return None if lines == [line.render()] else lines
+    return [piece.render() for piece in _Splitter(limit).transform(_Line(leaves, indent, unit, inside))]
 
 
 @dataclass

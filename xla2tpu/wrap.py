@@ -5,11 +5,12 @@ spelling inside an already long call can run to 200 characters. Here each line o
 code that is wider than the limit and that the input did not hold is split by linesplit.py;
 the user's own lines, however long, are left as they are: a line counts as the user's when
 the input has a line with the same text (it may have moved, or been re-indented with its
-block). A line is split only when it stands alone: a whole statement on one line, or a line
-inside brackets that closes every bracket it opens (an argument of a call laid out over
-several lines). New lines are indented by the step of the block they are in (two spaces,
-a tab: whatever the file uses). If the split code is not the same program as before (its
-`ast` differs), the lines stay as they were.
+block). What is split is the line's whole statement when no line of that statement is the
+user's (black, too, joins a statement before splitting it); else the line alone, when it is
+inside brackets and closes every bracket it opens (an argument of a call the user laid out
+over several lines); anything else stays as it is. New lines are indented by the step of the
+block they are in (two spaces, a tab: whatever the file uses). If the split code is not the
+same program as before (its `ast` differs), the lines stay as they were.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class Wrapper:
         self._unit: str | None = None
 
     def __call__(self, code: str) -> str:
-        lines = code.splitlines(keepends=True)
+        lines = _lines(code)
         candidates = [number for number, line in enumerate(lines, start=1)
                       if width(line.rstrip("\r\n")) > self.limit and not self._is_users(line)]
         if not candidates:
@@ -69,17 +70,25 @@ class Wrapper:
             rows = _rows(code)
         except (SyntaxError, ValueError, tokenize.TokenError):
             return code  # the engine reports generated code that does not parse
-        replaced = False
-        ternaries = _ternaries(tree)
+        ternaries = _ternaries(tree, lines)
+        newline = next((line[len(line.rstrip("\r\n")):] for line in lines if line.endswith(("\n", "\r"))), "\n")
+        done: dict[int, tuple[int, str]] = {}  # first line -> (last line, its replacement)
         for number in candidates:
-            line = lines[number - 1]
-            wrapped = self._wrap(line, rows.get(number), _columns(line, ternaries.get(number, [])))
-            if wrapped is not None:
-                lines[number - 1] = wrapped
-                replaced = True
-        if not replaced:
+            span = self._span(rows, lines, number)
+            if span is not None and span[0] not in done:
+                wrapped = self._wrap(lines, rows, span, ternaries, newline)
+                if wrapped is not None:
+                    done[span[0]] = (span[-1], wrapped)
+        if not done:
             return code
-        wrapped_code = "".join(lines)
+        parts, skip_to = [], 0
+        for number, line in enumerate(lines, start=1):
+            if number in done:
+                skip_to, replacement = done[number]
+                parts.append(replacement)
+            elif number > skip_to:
+                parts.append(line)
+        wrapped_code = "".join(parts)
         try:
             same = ast.dump(ast.parse(wrapped_code)) == ast.dump(tree)
         except SyntaxError:
@@ -91,39 +100,80 @@ class Wrapper:
             self._known = {text.strip() for text in self.source.splitlines()}
         return line.strip() in self._known
 
-    def _wrap(self, line: str, row: _Row | None, ternaries: list[tuple[int, int]]) -> str | None:
-        """The line split, with its line ending after each new line; None to keep it."""
-        if row is None or not row.whole or not row.tokens or row.lowest < row.depth or row.end != row.depth:
-            return None  # not all of it, or its brackets are closed on another line
-        if any(token.type not in _KINDS for token in row.tokens):
+    def _span(self, rows: dict[int, _Row], lines: list[str], number: int) -> list[int] | None:
+        """The lines to split together for the long line `number`: its whole statement when
+        every line of it is generated and only brackets continue it (black joins a statement
+        before splitting it: so may we, when no line of it is the user's); else the line alone,
+        when inside brackets it closes every bracket it opens."""
+        row = rows.get(number)
+        if row is None or not row.tokens:
             return None
-        inside = row.depth > 0
-        if not inside and not (row.starts_statement and row.ends_statement):
-            return None  # part of a statement continued with backslashes
-        first = row.tokens[0].string
-        if any(token.string == ";" for token in row.tokens) or (not inside and first in ("import", "from")):
+        whole = self._statement(rows, lines, number)
+        if whole is None and row.depth > 0 and row.lowest >= row.depth and row.end == row.depth:
+            return [number]
+        return whole
+
+    def _statement(self, rows: dict[int, _Row], lines: list[str], number: int) -> list[int] | None:
+        """The lines of the statement holding line `number`, when all of them are generated."""
+        first = last = number
+        while first > 1 and first in rows and not rows[first].starts_statement:
+            first -= 1
+        while last in rows and not rows[last].ends_statement:
+            last += 1
+        span = list(range(first, last + 1))
+        for at in span:
+            part = rows.get(at)
+            if (part is None or not part.tokens or self._is_users(lines[at - 1])
+                    or (at != last and (part.comment is not None or part.end == 0))):
+                return None  # a line of the user's, a comment or a blank line inside, a backslash
+        return span if rows[first].starts_statement and rows[last].ends_statement else None
+
+    def _wrap(self, lines: list[str], rows: dict[int, _Row], span: list[int],
+              ternaries: list[tuple[tuple[int, int], tuple[int, int]]], newline: str) -> str | None:
+        """The lines of `span` as black splits them (the last one's line ending, else `newline`,
+        after each); None to keep them."""
+        parts = [rows[at] for at in span]
+        if any(not part.whole or any(token.type not in _KINDS for token in part.tokens) for part in parts):
+            return None  # a string over several lines; an error token
+        inside = parts[0].depth > 0
+        first, last = parts[0].tokens[0].string, parts[-1].tokens[-1].string
+        if any(token.string == ";" for part in parts for token in part.tokens) or (not inside and first in ("import", "from")):
             return None
-        if not inside and (first in _COMPOUND or first in ("match", "case")) and row.tokens[-1].string != ":":
+        if not inside and first in _COMPOUND and last != ":":
             return None  # a compound statement with its body on the same line
-        if not inside and first in ("match", "case"):
+        if not inside and first in ("match", "case") and last == ":":
             return None  # black formats pattern matching its own way
-        body = line.rstrip("\r\n")
-        ending = line[len(body):]
-        indent = body[: len(body) - len(body.lstrip())]
-        tokens, previous_end = [], row.tokens[0].start[1]
-        for token in row.tokens:
-            tokens.append(Token(_KINDS[token.type], token.string, body[previous_end:token.start[1]]))
-            previous_end = token.end[1]
+        tokens: list[Token] = []
+        starts: dict[tuple[int, int], int] = {}
+        ends: dict[tuple[int, int], int] = {}
+        for at, part in zip(span, parts):
+            body = lines[at - 1].rstrip("\r\n")
+            previous_end = None
+            for token in part.tokens:
+                if previous_end is not None:
+                    prefix = body[previous_end:token.start[1]]
+                elif not tokens or tokens[-1].text in "([{" or token.string in (")", "]", "}", ",", "."):
+                    prefix = ""  # the first token of a line joined to the one before
+                else:
+                    prefix = " "
+                starts[at, token.start[1]], ends[at, token.end[1]] = len(tokens), len(tokens)
+                tokens.append(Token(_KINDS[token.type], token.string, prefix))
+                previous_end = token.end[1]
+        last_line = lines[span[-1] - 1]
+        body = last_line.rstrip("\r\n")
+        ending = last_line[len(body):]
         comment = ""
-        if row.comment is not None:
-            if _TYPE_IGNORE.match(row.comment.string):
+        if parts[-1].comment is not None:
+            if _TYPE_IGNORE.match(parts[-1].comment.string):
                 return None  # mypy reads it on the line it is on
-            comment = body[previous_end:row.comment.start[1]] + row.comment.string
-        positions = {token.start[1]: index for index, token in enumerate(row.tokens)}
-        ends = {token.end[1]: index for index, token in enumerate(row.tokens)}
-        marks = [(positions[a], ends[b]) for a, b in ternaries if a in positions and b in ends]
-        lines = split(tokens, comment, indent, self._step(row), self.limit, inside=inside, ternaries=marks)
-        return None if lines is None else "".join(text + ending for text in lines)
+            comment = body[parts[-1].tokens[-1].end[1]:parts[-1].comment.start[1]] + parts[-1].comment.string
+        marks = [(starts[start], ends[end]) for start, end in ternaries if start in starts and end in ends]
+        top = lines[span[0] - 1]
+        indent = top[: len(top) - len(top.lstrip())]
+        split_lines = split(tokens, comment, indent, self._step(parts[0]), self.limit, inside=inside, ternaries=marks)
+        if len(split_lines) == 1 and len(span) == 1:
+            return None  # black would not split it: it stays as generated
+        return (ending or newline).join(split_lines) + ending
 
     def _step(self, row: _Row) -> str:
         """One indentation step of the block the row is in."""
@@ -145,7 +195,7 @@ def _rows(code: str) -> dict[int, _Row]:
     block: list[str] = []
     statement_start = True
     strings: list[tokenize.TokenInfo] = []  # the start tokens of the f-strings open
-    for token in tokenize.generate_tokens(io.StringIO(code).readline):
+    for token in tokenize.generate_tokens(iter(_lines(code)).__next__):
         kind = token.type
         if kind in _STRING_STARTS:
             strings.append(token)
@@ -187,17 +237,23 @@ def _rows(code: str) -> dict[int, _Row]:
     return rows
 
 
-def _ternaries(tree: ast.Module) -> dict[int, list[tuple[int, int]]]:
-    """Line number -> the start and end columns (UTF-8 bytes) of its one-line conditional expressions."""
-    found: dict[int, list[tuple[int, int]]] = {}
+def _lines(code: str) -> list[str]:
+    """The lines as Python counts them: `\\n`, `\\r\\n` and `\\r` end one (a form feed does not,
+    for `str.splitlines` it would)."""
+    return io.StringIO(code, newline="").readlines()
+
+
+def _ternaries(tree: ast.Module, lines: list[str]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where each conditional expression starts and ends: (line, character column) pairs."""
+    found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.IfExp) and node.lineno == node.end_lineno and node.end_col_offset is not None:
-            found.setdefault(node.lineno, []).append((node.col_offset, node.end_col_offset))
+        if isinstance(node, ast.IfExp) and node.end_lineno is not None and node.end_col_offset is not None:
+            found.append(((node.lineno, _column(lines, node.lineno, node.col_offset)),
+                          (node.end_lineno, _column(lines, node.end_lineno, node.end_col_offset))))
     return found
 
 
-def _columns(line: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Byte columns of `line` as character columns."""
-    encoded = line.encode("utf-8")
-    return [(len(encoded[:start].decode("utf-8", "replace")), len(encoded[:end].decode("utf-8", "replace")))
-            for start, end in spans]
+def _column(lines: list[str], number: int, offset: int) -> int:
+    """The character column of a UTF-8 byte offset (as `ast` gives them) on line `number`."""
+    line = lines[number - 1]
+    return offset if line.isascii() else len(line.encode("utf-8")[:offset].decode("utf-8", "replace"))
