@@ -18,6 +18,8 @@ from __future__ import annotations
 import ast
 import posixpath
 import subprocess
+import sys
+import tempfile
 import tomllib
 import warnings
 from dataclasses import dataclass
@@ -191,4 +193,26 @@ def extract(gitdir: Path, repo: Repo, dest: Path) -> list[str]:
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+    length = configured(gitdir, repo.commit)
+    if length is not None:  # the repository's line length, without its other settings
+        (dest / ".ruff.toml").write_text(f"line-length = {length}\n", encoding="utf-8")
     return problems
+
+
+# The files at a repository's root that may set its line length (xla2tpu/line_length.py).
+LINE_LENGTH_CONFIGS = ("pyproject.toml", "ruff.toml", ".ruff.toml", "setup.cfg", "tox.ini", ".flake8")
+
+
+def configured(gitdir: Path, commit: str) -> int | None:
+    """The line length the repository's root configuration sets, or None. The extraction
+    keeps the sources only (a pyproject.toml would also bring pins and a project root), so
+    this length is handed on alone, as a `.ruff.toml` at the extracted root."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from xla2tpu.line_length import LineLengths
+
+    with tempfile.TemporaryDirectory() as folder:
+        for name in LINE_LENGTH_CONFIGS:
+            shown = _git(gitdir, "show", f"{commit}:{name}")
+            if shown.returncode == 0:
+                (Path(folder) / name).write_bytes(shown.stdout)
+        return LineLengths().said(folder)

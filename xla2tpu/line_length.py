@@ -108,13 +108,13 @@ class LineLengths:
     def _resolved(self, folder: str) -> int:
         found = self._by_folder.get(folder)
         if found is None:
-            said = self._said(folder)
+            said = self.said(folder)
             parent = os.path.dirname(folder)
             found = said if said is not None else DEFAULT if parent == folder else self._resolved(parent)
             self._by_folder[folder] = found
         return found
 
-    def _said(self, folder: str) -> int | None:
+    def said(self, folder: str) -> int | None:
         """The line length the configuration files of `folder` set, if any."""
         for name, keys, read in _SOURCES:
             path = os.path.join(folder, name)
