@@ -55,7 +55,8 @@ def prune(
     opening = _blank_head(getattr(body[0], "leading_lines", ())) if body else []
     for index, statement in enumerate(body):
         if id(statement) in doomed:
-            carried.extend(_undescribed(statement, _ends_paragraph(body, index, doomed), first=not out))
+            last = all(id(later) in doomed for later in body[index + 1:])
+            carried.extend(_undescribed(statement, _ends_paragraph(body, index, doomed), first=not out, last=last))
             removed = True
             continue
         if carried or (removed and not out):
@@ -89,19 +90,22 @@ def _ends_paragraph(body: Sequence[cst.BaseStatement], index: int, doomed: Conta
     return True
 
 
-def _undescribed(statement: cst.BaseStatement, paragraph: bool, first: bool) -> list[cst.EmptyLine]:
+def _undescribed(statement: cst.BaseStatement, paragraph: bool, first: bool, last: bool) -> list[cst.EmptyLine]:
     """The lines above a deleted statement that stay: all but the comment block right above
     it (no blank line between) when that block describes it: it and the statement are a
     paragraph of their own (`paragraph`, and a blank line above the comment, or no code
-    left above it in the block: `first`), or it speaks of torch_xla's lazy execution.
-    A comment right below other code may be about that code (`# ^^ safe even without CUDA`)."""
+    left above it in the block: `first`), nothing is left below it in the block (`last`),
+    or it speaks of torch_xla's lazy execution. Otherwise a comment right below other code
+    may be about that code, and one pointing up (`# ^^ safe even without CUDA`) is."""
     lines = list(getattr(statement, "leading_lines", ()))
     start = len(lines)
     while start and lines[start - 1].comment is not None:
         start -= 1
     if start == len(lines):
         return lines
-    paragraph = paragraph and (_is_blank(lines[start - 1]) if start else first)
+    if lines[start].comment.value.lstrip("# ").startswith("^"):  # type: ignore[union-attr]
+        return lines
+    paragraph = last or paragraph and (_is_blank(lines[start - 1]) if start else first)
     words = {w for line in lines[start:] for w in _WORD.findall(line.comment.value.lower())}  # type: ignore[union-attr]
     return lines[:start] if paragraph or words & _XLA_WORDS else lines
 

@@ -36,8 +36,9 @@ from xla2tpu.transforms.forms import fresh_name, render_expression, render_state
 
 _WORKER = '''
 def {worker}(local_rank, fn, nprocs, *args):
-    # A process of the TorchTPU launch that replaced xmp.spawn: torchrun's variables go in
-    # the environment before the device is touched or the "tpu" process group created.
+    # A process of the TorchTPU launch that replaced xmp.spawn:
+    # torchrun's variables go in the environment before the device
+    # is touched or the "tpu" process group created.
     node_rank = int(os.environ.get("NODE_RANK", 0))
     os.environ.update(
         RANK=str(node_rank * nprocs + local_rank),
