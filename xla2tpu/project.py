@@ -85,7 +85,10 @@ class Context:
         updated = facts
         inherited = self.processes
         own = facts.processes.value
-        if inherited is not None and own not in ("spawn", "process-group"):
+        # A torch_xla launch outranks a process group, as in one file (facts._processes): its
+        # workers have no torchrun variables even when the module wraps its model in DDP.
+        spawned = inherited is not None and inherited.value == "spawn" and own == "process-group"
+        if inherited is not None and (own not in ("spawn", "process-group") or spawned):
             if own == "one" and inherited.value == "process-group":
                 reason = f"a one-process program of its own, and also {inherited.reason}: rewrites must be right for both"
                 updated = replace(updated, processes=Fact("processes", "unknown", None, reason))
