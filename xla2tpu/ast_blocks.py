@@ -37,3 +37,14 @@ def imported_modules(tree: ast.AST) -> Iterator[tuple[int, str]]:
             yield from ((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             yield node.lineno, node.module
+
+
+def lazy_imports(tree: ast.Module) -> frozenset[str]:
+    """The top-level modules a file imports (`import torch`) inside functions only, never
+    when it loads: a module that must import without them (Transformers' `import_utils.py`
+    without torch)."""
+    loaded = {alias.name.split(".")[0] for node in module_level(tree.body) if isinstance(node, ast.Import)
+              for alias in node.names}
+    inside = {alias.name.split(".")[0] for node in ast.walk(tree)
+              if isinstance(node, ast.Import) for alias in node.names if alias.asname is None}
+    return frozenset(inside - loaded)

@@ -12,6 +12,8 @@ it before the binding as UnboundLocalError), so there:
   needs no import of its own for it;
 - when it binds it otherwise (a parameter or a variable named `torch`), the name cannot
   be reached from the site and the fix is withheld (`shadowed`).
+A file that imports a module only inside functions (so that it imports without it) gets
+the fix's import there too, right before the statement, not at module level.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ class Speller:
         parents: Sequence[cst.CSTNode],
         scope_of: Mapping[int, Scope],
         canonical: Canonicaliser,
+        lazy: frozenset[str] = frozenset(),
     ) -> None:
         self.scope = scope
+        self.lazy = lazy  # modules the file imports inside functions only (ast_blocks.lazy_imports)
         self.parents = parents  # original ancestors of the site, outermost first, the site last
         self.scope_of = scope_of
         self.canonical = canonical
@@ -65,6 +69,12 @@ class Speller:
             return best[0] + qualname[len(best[1]):], needed
         root = qualname.split(".", 1)[0]
         owner = self.scope.owner(root)
+        if owner is None and self.scope.is_function and root in self.lazy:
+            statement = self._statement_in(self.scope)
+            if statement is not None:  # the file imports it inside functions only: so does the fix
+                self.statement = statement
+                self.local_imports[module or root] = None
+                return qualname, None
         if owner is None or owner.parent is None:
             return qualname, module or root  # the module's own name: imported at module level
         statement = self._statement_in(owner)

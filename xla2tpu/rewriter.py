@@ -18,6 +18,7 @@ from libcst.metadata import CodeRange
 
 from xla2tpu import earlier, patterns, templates
 from xla2tpu.catalogue import Case, Rule
+from xla2tpu.ast_blocks import lazy_imports
 from xla2tpu.call_layout import keep_layout
 from xla2tpu.conditions import Site, applies, bind, choose, explained, literal_text
 from xla2tpu.env_reads import variables_read
@@ -94,6 +95,11 @@ class FileContext:
                 message = f"{diagnostic.message} (removed with the `if` it tests, whose block the fixes emptied)"
                 found[index] = dataclasses.replace(diagnostic, message=message, fix=FixClass.SAFE, fixed=True)
         return found
+
+    @functools.cached_property
+    def lazy_imports(self) -> frozenset[str]:
+        """Modules this file imports inside functions only (ast_blocks.lazy_imports)."""
+        return lazy_imports(self.tree) if self.tree is not None else frozenset()
 
     @functools.cached_property
     def tensor_names(self) -> frozenset[str]:
@@ -217,7 +223,7 @@ class Rewriter(StatementPruner):
     def _speller(self) -> Speller:
         """Spells the names a fix writes at the site being left (see emission.py)."""
         resolver = self.ctx.resolver
-        return Speller(self.scope, list(self._parents), resolver.scope_of, resolver.canonical)
+        return Speller(self.scope, list(self._parents), resolver.scope_of, resolver.canonical, self.ctx.lazy_imports)
 
     def _report(
         self, rule: Rule, case: Case, original: cst.CSTNode, fixable: bool, speller: Speller | None, name: str = ""
