@@ -72,6 +72,7 @@ _CONDITION_KINDS = {
     "guarded",  # the import decides a `try:` / `except ImportError` block (imports.py)
     "read-back",  # an env write whose variable the same file also reads
     "after",  # after:CALLEE({p}, {_}) — an earlier call of the same function (earlier.py)
+    "then",  # then:CALLEE({p}) — the call of the statement that runs next (earlier.py)
     "tensor",  # tensor:SLOT — the expression slot is known to be a tensor (tensors.py)
     "compared",  # the call is an operand of a comparison (`x.device == xm.xla_device()`)
     "top-level",  # the site is at module level (not inside a def)

@@ -40,6 +40,7 @@ class Site:
     tensors: frozenset[str] = frozenset()  # expression slots known to be tensors
     read_back: bool = False  # an environment write whose variable the same file reads
     after: frozenset[str] = frozenset()  # the `after:` patterns that hold here (earlier.py)
+    then: frozenset[str] = frozenset()  # the `then:` patterns that hold here (earlier.py)
     facts: Facts = UNKNOWN  # what the file is (facts.py)
 
 
@@ -138,6 +139,8 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = condition.arg in site.tensors
     elif base == "after":
         result = condition.arg in site.after
+    elif base == "then":
+        result = condition.arg in site.then
     elif base == "read-back":
         result = site.read_back
     elif base == "with-item":

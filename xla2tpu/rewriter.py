@@ -440,11 +440,14 @@ class Rewriter(StatementPruner):
         assert built is not None
         return self._apply(built)
 
-    def _after(self, rule: Rule, original: cst.Call, args: dict[str, cst.BaseExpression] | None) -> frozenset[str]:
-        patterns_ = {c.arg for case in rule.cases for c in case.when if c.kind.endswith("after")}
+    def _around(
+        self, rule: Rule, original: cst.Call, args: dict[str, cst.BaseExpression] | None, kind: str
+    ) -> frozenset[str]:
+        """The patterns of `kind` (`after:` / `then:`, earlier.py) that hold at the site."""
+        patterns_ = {c.arg for case in rule.cases for c in case.when if c.kind.endswith(kind)}
         if not patterns_:
             return frozenset()
-        calls = earlier.calls_before(self._parents, original)
+        calls = earlier.calls_before(self._parents, original) if kind == "after" else earlier.call_next(self._parents)
         resolver = lambda n: resolve(self.scope, n)  # noqa: E731
         return frozenset(p for p in patterns_ if earlier.matches(p, calls, resolver, args))
 
@@ -465,7 +468,8 @@ class Rewriter(StatementPruner):
             statement=isinstance(self._parent(), cst.Expr),
             name=qualname,
             with_item=isinstance(self._parent(), cst.WithItem) and self._parent().asname is None,  # type: ignore[union-attr]
-            after=self._after(rule, original, binding[0] if binding else None),
+            after=self._around(rule, original, binding[0] if binding else None, "after"),
+            then=self._around(rule, original, binding[0] if binding else None, "then"),
             compared=isinstance(self._parent(), (cst.Comparison, cst.ComparisonTarget)),
             setup_branch=_uses(rule, "setup-branch") and self._in_setup_branch(),
         )
