@@ -45,6 +45,27 @@ def keep_layout(old: cst.Call, new: cst.BaseExpression) -> cst.BaseExpression:
     return new.with_changes(whitespace_before_args=opening, args=args)
 
 
+class _Relayout(cst.CSTTransformer):
+    def __init__(self, old: cst.Call) -> None:
+        super().__init__()
+        self.old = old
+        self.values = {id(arg.value) for arg in old.args}
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        # The visit rebuilt the children: the reused argument nodes are the original's.
+        if any(id(arg.value) in self.values for arg in original_node.args):
+            return keep_layout(self.old, original_node)
+        return updated_node
+
+
+def keep_layouts(old: cst.Call, statements: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """`statements` (a transform's, replacing the statement of `old`) with each call that
+    reuses `old`'s arguments laid out like `old` (`print(` of a multi-line `master_print(`)."""
+    if not _spans_lines(old):
+        return list(statements)
+    return [statement.visit(_Relayout(old)) for statement in statements]  # type: ignore[misc]
+
+
 def _spans_lines(call: cst.Call) -> bool:
     spaces = [call.whitespace_before_args]
     for arg in call.args:

@@ -19,7 +19,7 @@ from libcst.metadata import CodeRange
 from xla2tpu import earlier, patterns, templates
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.ast_blocks import lazy_imports
-from xla2tpu.call_layout import keep_layout
+from xla2tpu.call_layout import keep_layout, keep_layouts
 from xla2tpu.conditions import Site, applies, bind, choose, explained, literal_text
 from xla2tpu.env_reads import variables_read
 from xla2tpu.diagnostics import Diagnostic, FixClass
@@ -617,7 +617,7 @@ class Rewriter(StatementPruner):
         for node, edit in rewrite.later:
             self._later.setdefault(id(node), []).append(edit)
         if rewrite.statements is not None:
-            self._new_statements[id(updated)] = (updated, rewrite.statements)
+            self._new_statements[id(updated)] = (updated, keep_layouts(updated, rewrite.statements))
             return updated
         assert rewrite.expression is not None
         node = templates.fit_quotes(self._parents, rewrite.expression)
