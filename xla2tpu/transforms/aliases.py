@@ -119,6 +119,12 @@ class _Renamer(cst.CSTTransformer):
         self.old, self.new = old, new
         self._names: set[int] = set()
 
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False  # no read in it, and the import pass finds its aliases by identity
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._names.add(id(node.attr))
 
