@@ -316,8 +316,6 @@ def _insert(body: list[cst.BaseStatement], name: str) -> None:
         while blanks < len(lines) and lines[blanks].comment is None:
             blanks += 1
         line = line.with_changes(leading_lines=lines[:min(blanks, 1)] if position else [])
-        # Two blank lines before a definition, one before other code (as black spaces them).
-        wanted = 2 if isinstance(following, (cst.FunctionDef, cst.ClassDef)) else 1
-        if blanks < wanted and not (position and blanks):
-            body[position] = following.with_changes(leading_lines=[*[cst.EmptyLine()] * (wanted - blanks), *lines])
+        if position and not blanks:
+            body[position] = following.with_changes(leading_lines=[cst.EmptyLine(), *lines])
     body.insert(position, line)
