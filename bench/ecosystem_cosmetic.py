@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import argparse
 import ast
-import configparser
 import difflib
 import re
 import sys
-import tomllib
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 from ecosystem_facts import code_of
+from long_lines import long_generated  # it puts the repository on sys.path
+
+from xla2tpu.line_length import LineLengths  # noqa: E402
 
 DEFAULT_WORK = Path("/tmp/xla2tpu-ecosystem")
 KINDS = ("emptied block", "identical branches", "blank first line", "orphaned comment",
@@ -84,38 +85,6 @@ def _orphaned_comments(old: list[str], new: list[str]) -> list[int]:
     return found
 
 
-def _line_length(repo: Path, cache: dict[Path, int]) -> int:
-    """The repository's configured line length (ruff, black, flake8; else 88)."""
-    if repo in cache:
-        return cache[repo]
-    length = 88
-    for name in ("pyproject.toml", "ruff.toml", ".ruff.toml"):
-        try:
-            data = tomllib.loads((repo / name).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError):
-            continue
-        tool = data.get("tool", {}) if name == "pyproject.toml" else {"ruff": data}
-        for table in ("ruff", "black"):
-            value = tool.get(table, {}).get("line-length")
-            if isinstance(value, int):
-                cache[repo] = value
-                return value
-    for name in ("setup.cfg", "tox.ini", ".flake8"):
-        parser = configparser.ConfigParser()
-        try:
-            parser.read(repo / name, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError):
-            continue
-        if parser.has_option("flake8", "max-line-length"):
-            try:
-                length = int(parser.get("flake8", "max-line-length"))
-                break
-            except ValueError:
-                pass
-    cache[repo] = length
-    return length
-
-
 def _blocks(tree: ast.AST) -> Iterator[tuple[ast.AST, str, list[ast.stmt]]]:
     for node in ast.walk(tree):
         for field in ("body", "orelse", "finalbody", "handlers"):
@@ -158,10 +127,10 @@ def artefacts(old_text: str, new_text: str, limit: int) -> list[tuple[str, int, 
         add("blank first line", index)
     for index in _orphaned_comments(old, new):
         add("orphaned comment", index)
+    for index in long_generated(old_text, new_text, limit):
+        add("long generated line", index)
     for index in sorted(added):
         line = new[index]
-        if len(line) > limit and not any(line == o for o in old):
-            add("long generated line", index)
         if index and line.strip() and line == new[index - 1] and not _COMMENT.match(line):
             add("repeated statement", index)
         if _ONE_ELEMENT_LOOP.match(line):
@@ -205,7 +174,7 @@ def _unit(lines: list[str], header: int) -> int:
 def scan(work: Path) -> list[tuple[str, str, int, str]]:
     """(kind, path, line, text) of every artefact in the run at `work`."""
     found = []
-    lengths: dict[Path, int] = {}
+    lengths = LineLengths()  # each repository's, from the `.ruff.toml` the extraction writes
     fixed_root = work / "fixed"
     for fixed in sorted(fixed_root.rglob("*")):
         if not fixed.is_file() or fixed.suffix not in (".py", ".ipynb"):
@@ -217,7 +186,7 @@ def scan(work: Path) -> list[tuple[str, str, int, str]]:
         old, new = _text(source), _text(fixed)
         if old is None or new is None:
             continue
-        limit = _line_length(work / "src" / relative.parts[0], lengths)
+        limit = lengths.of(str(source))
         for kind, line, text in artefacts(old, new, limit):
             found.append((kind, relative.as_posix(), line, text))
     return found

@@ -38,10 +38,17 @@ def too_long(src: Path, fixed: Path, limit: int) -> list[tuple[str, str]]:
         before, after = (src / name).read_bytes(), path.read_bytes()
         if before == after:
             continue
-        old, new = code_of(name, before) or "", code_of(name, after) or ""
-        known = {line.strip() for line in old.splitlines()}
-        found += [(name, line) for line in new.splitlines() if width(line) > limit and line.strip() not in known]
+        new = code_of(name, after) or ""
+        lines = new.splitlines()
+        found += [(name, lines[index]) for index in long_generated(code_of(name, before) or "", new, limit)]
     return found
+
+
+def long_generated(old: str, new: str, limit: int) -> list[int]:
+    """0-based numbers of the lines of `new` wider than `limit` that `old` did not hold
+    (moved or re-indented, a line of the user's is still the user's)."""
+    known = {line.strip() for line in old.splitlines()}
+    return [index for index, line in enumerate(new.splitlines()) if width(line) > limit and line.strip() not in known]
 
 
 def main() -> int:

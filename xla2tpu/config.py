@@ -10,7 +10,7 @@ import pathspec
 
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.files import DEFAULT_EXCLUDE
-from xla2tpu.line_length import LONGEST
+from xla2tpu.line_length import LONGEST, valid
 
 TARGETS = ("eager", "compile")
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
@@ -129,7 +129,7 @@ def from_table(table: dict, source: Path) -> Config:
                 raise ConfigError(f"{where}: 'cache-dir' must be a folder path (a string)")
             config.cache_dir = value
         elif key == "line-length":
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= LONGEST:
+            if not valid(value):
                 raise ConfigError(f"{where}: 'line-length' must be a whole number from 1 to {LONGEST}, not {value!r}")
             config.line_length = value
     return config

@@ -16,6 +16,7 @@ from xla2tpu.conditions import Site, applies, choose
 from xla2tpu.resolve import Canonicaliser, UseResolver, dotted_name, from_module
 from xla2tpu.pruner import StatementPruner
 from xla2tpu.rewriter import FileContext
+from xla2tpu.statements import holds_only
 
 
 def has_matching_import(ctx: FileContext, canonical: Canonicaliser) -> bool:
@@ -166,21 +167,6 @@ def _catches_import_error(handler: cst.ExceptHandler) -> bool:
     return any((dotted_name(kind) or "").rsplit(".", 1)[-1] in _IMPORT_ERRORS for kind in kinds)
 
 
-def _inert(suite: cst.BaseSuite, kinds: tuple[type[cst.CSTNode], ...]) -> bool:
-    """The block holds only simple statements of `kinds` (and `pass` / `...` / a docstring)."""
-    if isinstance(suite, cst.SimpleStatementSuite):
-        smalls = list(suite.body)
-    elif all(isinstance(line, cst.SimpleStatementLine) for line in suite.body):
-        smalls = [small for line in suite.body for small in line.body]  # type: ignore[attr-defined]
-    else:
-        return False
-    return all(
-        isinstance(small, (cst.Pass, *kinds))
-        or (isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString)))
-        for small in smalls
-    )
-
-
 def decides_import_guard(node: cst.Try) -> bool:
     """Whether the imports in this `try:` body decide what it does: an ImportError handler
     runs when one fails, so removing one makes the block always take its success path.
@@ -191,8 +177,8 @@ def decides_import_guard(node: cst.Try) -> bool:
     handlers = [h for h in node.handlers if _catches_import_error(h)]
     if not handlers:
         return False
-    inert = _inert(node.body, (cst.Import, cst.ImportFrom)) and node.orelse is None and all(
-        _inert(h.body, ()) for h in handlers
+    inert = holds_only(node.body, (cst.Import, cst.ImportFrom)) and node.orelse is None and all(
+        holds_only(h.body) for h in handlers
     )
     return not inert
 

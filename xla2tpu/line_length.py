@@ -24,12 +24,16 @@ DEFAULT = 88
 LONGEST = 320  # ruff's upper bound for line-length
 
 
+def valid(value: object) -> bool:
+    """Whether `value` is a line length: a whole number from 1 to LONGEST."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= LONGEST
+
 
 def _checked(value: object, where: str, warnings: list[str]) -> int | None:
     if value is None:
         return None
-    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= LONGEST:
-        return value
+    if valid(value):
+        return value  # type: ignore[return-value]
     warnings.append(f"{where} must be a whole number from 1 to {LONGEST}, not {value!r}; ignored")
     return None
 

@@ -12,7 +12,7 @@ pruner removes them on the way up and then the compound statements they emptied:
   `range` or a literal, and unittest's `setUp`/`tearDown` hooks go when emptied;
 - anything else emptied gets `pass`.
 A finding left for a human in the test of an `if` that goes is resolved with it: the code
-it pointed at is gone (`FileContext.resolve`).
+it pointed at is gone (`FileContext.findings`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import libcst as cst
 
 from xla2tpu.modules import PREDICATE
 from xla2tpu.resolve import dotted_name
-from xla2tpu.statements import pass_statement, prune, prune_small
+from xla2tpu.statements import holds_only, pass_statement, prune, prune_small
 
 # Contexts whose entry and exit only switch autograd / autocast state: `with` one of them
 # around nothing does nothing.
@@ -151,7 +151,7 @@ class StatementPruner(cst.CSTTransformer):
         if test.reads:
             self.resolved += test.findings
             return []
-        return [cst.SimpleStatementLine([cst.Expr(_effect(expression, statement=True))])]
+        return [cst.SimpleStatementLine([cst.Expr(_effect(expression))])]
 
     def _test(self, node: cst.If) -> IfTest:
         """What the test of `node` is, judged as written (or as a former pass judged it)."""
@@ -170,7 +170,7 @@ class StatementPruner(cst.CSTTransformer):
     def leave_Try(self, original_node: cst.Try, updated_node: cst.Try) -> cst.Try | cst.FlattenSentinel[cst.BaseStatement]:
         """An emptied `try:` cannot raise: with handlers that do nothing it reduces to its
         `else:` and `finally:` blocks."""
-        if id(updated_node.body) not in self._emptied or not all(_does_nothing(h.body) for h in updated_node.handlers):
+        if id(updated_node.body) not in self._emptied or not all(holds_only(h.body) for h in updated_node.handlers):
             return updated_node
         kept = [*_statements(updated_node.orelse.body if updated_node.orelse else None),
                 *_statements(updated_node.finalbody.body if updated_node.finalbody else None)]
@@ -277,14 +277,14 @@ def _operator(kind: type[cst.BaseCompOp], like: cst.BaseCompOp) -> cst.BaseCompO
     return kind(whitespace_before=like.whitespace_before, whitespace_after=like.whitespace_after)  # type: ignore[attr-defined,call-arg]
 
 
-def _effect(expression: cst.BaseExpression, statement: bool = False) -> cst.BaseExpression:
-    """The part of a test that does something: `check() == 0` -> `check()`. Parentheses
-    that let it span lines stay (a statement needs them then)."""
+def _effect(expression: cst.BaseExpression) -> cst.BaseExpression:
+    """The part of a test that does something, as a statement: `check() == 0` -> `check()`.
+    Parentheses that let it span lines stay (a statement needs them then)."""
     if isinstance(expression, cst.Comparison) and all(inert(target.comparator) for target in expression.comparisons):
         return _effect(expression.left)
     if isinstance(expression, cst.UnaryOperation):
         return _effect(expression.expression)
-    return expression if statement and "\n" in cst.Module([]).code_for_node(expression) else _bare(expression)
+    return expression if "\n" in cst.Module([]).code_for_node(expression) else _bare(expression)
 
 
 def _bare(expression: cst.BaseExpression) -> cst.BaseExpression:
@@ -309,15 +309,6 @@ def _flatten(node: cst.BaseCompoundStatement, statements: list[cst.BaseStatement
     first = statements[0]
     return cst.FlattenSentinel([first.with_changes(leading_lines=[*node.leading_lines, *first.leading_lines]),
                                 *statements[1:]])
-
-
-def _does_nothing(block: cst.BaseSuite) -> bool:
-    return all(
-        isinstance(statement, cst.SimpleStatementLine)
-        and all(isinstance(small, cst.Pass) or (isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString)))
-                for small in statement.body)
-        for statement in _statements(block)
-    )
 
 
 def _state_context(item: cst.BaseExpression) -> bool:

@@ -27,12 +27,8 @@ def _is_blank(line: cst.EmptyLine) -> bool:
 
 def _merge(carried: list[cst.EmptyLine], own: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
     """Carried lines then the statement's own, with the blank run where they meet collapsed."""
-    tail = 0
-    while tail < len(carried) and _is_blank(carried[len(carried) - 1 - tail]):
-        tail += 1
-    head = 0
-    while head < len(own) and _is_blank(own[head]):
-        head += 1
+    tail = len(_blank_head(carried[::-1]))
+    head = len(_blank_head(own))
     kept = carried[: len(carried) - tail]
     blanks = max(carried[len(carried) - tail :], list(own[:head]), key=len)
     return [*kept, *blanks, *own[head:]]
@@ -145,6 +141,21 @@ def indented_like(statements: Sequence[cst.BaseStatement], block: cst.CSTNode) -
     if indent is None:
         return list(statements)
     return [statement.visit(_Indent(indent)) for statement in statements]  # type: ignore[misc]
+
+
+def holds_only(suite: cst.BaseSuite, kinds: tuple[type[cst.CSTNode], ...] = ()) -> bool:
+    """The block holds only simple statements of `kinds` (and `pass` / `...` / a docstring)."""
+    if isinstance(suite, cst.SimpleStatementSuite):
+        smalls = list(suite.body)
+    elif all(isinstance(line, cst.SimpleStatementLine) for line in suite.body):
+        smalls = [small for line in suite.body for small in line.body]  # type: ignore[attr-defined]
+    else:
+        return False
+    return all(
+        isinstance(small, (cst.Pass, *kinds))
+        or (isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString)))
+        for small in smalls
+    )
 
 
 def pass_statement(leading_lines: Sequence[cst.EmptyLine] = ()) -> cst.SimpleStatementLine:

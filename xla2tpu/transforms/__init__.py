@@ -40,6 +40,10 @@ class CallSite:
         return cst.parse_expression(spelling)
 
 
+# An edit of another node, applied when the rewriter leaves it: (original node, edit).
+Edit = tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode | object]]
+
+
 @dataclass
 class Rewrite:
     """What a transform wants: a new expression for the call, or statements for its statement."""
@@ -49,7 +53,7 @@ class Rewrite:
     # Edits of other nodes, applied when the rewriter leaves them: original node -> edit.
     # An edit of a statement that returns DELETE removes it as a rule's delete does: its
     # comments stay, an emptied block gets `pass` (or goes, see StatementPruner.leave_If).
-    later: list[tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode | object]]] = field(default_factory=list)
+    later: list[Edit] = field(default_factory=list)
     imports: set[str] = field(default_factory=set)
 
 

@@ -9,13 +9,9 @@ is deleted and every read of `x` in the function becomes `y`; `y = <call of y>` 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import libcst as cst
 
-from xla2tpu.transforms import DELETE, CallSite
-
-Edit = tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode | object]]
+from xla2tpu.transforms import DELETE, CallSite, Edit
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 

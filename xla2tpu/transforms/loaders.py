@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
-from xla2tpu.transforms import CallSite, Rewrite, transform
+from xla2tpu.transforms import CallSite, Edit, Rewrite, transform
 from xla2tpu.transforms.aliases import without_alias
 from xla2tpu.transforms.forms import render_statements, tuple_items
 
@@ -32,7 +32,6 @@ _PASS_THROUGH = {"tqdm": False, "enumerate": True}  # name -> yields (index, ite
 
 _MOVE_ONE = "{batch} = torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t.to({device}), {batch})\n"
 
-Edit = tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode]]
 
 
 @transform("mp-device-loader")
