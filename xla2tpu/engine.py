@@ -31,6 +31,9 @@ from xla2tpu.prefilter import holds_token, may_hold_idiom
 from xla2tpu.project import EMPTY, Context
 from xla2tpu.project_findings import project_findings
 from xla2tpu.resolve import ImportResolver, UseResolver
+from xla2tpu.detect.scopes import Scopes
+from xla2tpu.detect.sites import Detector, SiteMap
+from xla2tpu.detect.source import SourceText
 from xla2tpu.rewriter import FileContext, Rewriter, lint_reads
 from xla2tpu.settings import Settings
 from xla2tpu.statements import opening_as_before
@@ -142,12 +145,22 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     resolver = ImportResolver(canonical, outline.pruned)
     module.visit(resolver)
 
+    text = SourceText(decoded.text)
+    scopes = Scopes(tree, canonical) if tree is not None else None
+
     def rule_pass(facts: Facts) -> tuple[FileContext, cst.Module]:
         ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline, facts, tree, context.defined)
         ctx.diagnostics.extend(_verdict_findings(verdicts, suppressions))
         ctx.diagnostics.extend(found_by_project)
-        rewriter = Rewriter(ctx, module)
+        found = [] if tree is None or scopes is None else Detector(
+            tree, decoded.text, index, scopes, text, settings.target, settings.apply, facts, ctx.env_reads,
+            ctx.lazy_imports, ctx.tensor_names).run()
+        sites = SiteMap(found, text, suppressions, settings.apply, facts, context.defined, len(ctx.diagnostics))
+        start = len(ctx.diagnostics)
+        ctx.diagnostics.extend([None] * len(sites.index))  # type: ignore[list-item]  # filled once the fixes are built
+        rewriter = Rewriter(ctx, module, sites)
         new_module = module.visit(rewriter)
+        ctx.diagnostics[start:start + len(sites.index)] = sites.diagnostics()
         if has_matching_import(ctx, canonical):
             new_module = _import_hygiene(ctx, new_module, rewriter.import_tops, canonical, outline)
         return ctx, opening_as_before(add_imports(new_module, ctx.imports_needed), module)

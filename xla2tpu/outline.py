@@ -44,7 +44,7 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 
 from xla2tpu.index import RuleIndex
 from xla2tpu.ast_blocks import blocks
-from xla2tpu.layout import Group, Layout, assigned_names, groups_of, lines_code
+from xla2tpu.layout import _NEWLINE, Group, Layout, assigned_names, groups_of, lines_code
 from xla2tpu.prefilter import holds_token
 from xla2tpu.canonical import PROJECT, Canonicaliser
 
@@ -194,6 +194,11 @@ class Outline:
                 self._prune_inside(statement, group, plan, frozenset())
             elif not plan.keeps(layout.texts[i], group):
                 self.pruned.add(id(statement))
+
+    def lines(self, statement: cst.CSTNode) -> range:
+        """The lines (1-based) of a top-level statement's text, its leading comments included."""
+        start = self._offsets[id(statement)]
+        return range(start + 1, start + 2 + len(_NEWLINE.findall(self._texts[id(statement)])))
 
     def text(self, statement: cst.CSTNode) -> str:
         """The source of a top-level statement of the module."""
