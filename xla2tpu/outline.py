@@ -196,8 +196,11 @@ class Outline:
                 self.pruned.add(id(statement))
 
     def lines(self, statement: cst.CSTNode) -> range:
-        """The lines (1-based) of a top-level statement's text, its leading comments included."""
-        start = self._offsets[id(statement)]
+        """The lines (1-based) of a top-level statement's text, its leading comments included
+        (none for the module's header and footer lines)."""
+        start = self._offsets.get(id(statement))
+        if start is None:
+            return range(0)
         return range(start + 1, start + 2 + len(_NEWLINE.findall(self._texts[id(statement)])))
 
     def text(self, statement: cst.CSTNode) -> str:

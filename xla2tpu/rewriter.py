@@ -317,8 +317,8 @@ class Rewriter(StatementPruner):
                 if case.action == "transform"
                 else self._statement_rewrite(case, args, star_args, original_node, speller)
             )
-            if rewrite is None:  # the transform cannot rewrite this shape: the finding is manual
-                self.site_map.refuse(found)
+            if rewrite is None or speller.note:  # it cannot rewrite this shape, or spell a name here
+                self.site_map.refuse(found, speller.note)
         if self.site_map.keeps_arguments(found):
             kept = self._keep_arguments(found, original_node, updated_node, before_args)
             self._applied(found, original_node)

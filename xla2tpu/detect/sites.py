@@ -314,7 +314,7 @@ class Detector:
             return frozenset()
         from xla2tpu.detect import ast_earlier
 
-        calls = ast_earlier.calls_before(self._parents, node) if kind == "after" else ast_earlier.call_next(self._parents)
+        calls = ast_earlier.calls_before(self._parents, node) if kind == "after" else ast_earlier.call_next(self._parents, self.positions.lines)
         scope = self.scope
         return frozenset(p for p in wanted if ast_earlier.matches(p, calls, lambda n: resolve(scope, n), args))
 
@@ -464,7 +464,7 @@ class Detector:
         scope = self.scope
         for key in ast_patterns.candidate_keys(node):
             for pattern, rule in self._patterns.get(key, ()):
-                found = ast_patterns.match(pattern, node, lambda n: resolve(scope, n))
+                found = ast_patterns.match(pattern, node, lambda n: resolve(scope, n), self._code)
                 if found is None or not applies(rule, self._site(form=pattern.text, store=id(node) in self._store)):
                     continue
                 self._expressions[id(node)] = (pattern, rule)
@@ -477,7 +477,7 @@ class Detector:
 
         pattern, rule = self._expressions.pop(id(node))
         scope = self.scope
-        found = ast_patterns.match(pattern, node, lambda n: resolve(scope, n))  # type: ignore[arg-type]
+        found = ast_patterns.match(pattern, node, lambda n: resolve(scope, n), self._code)  # type: ignore[arg-type]
         slots = found.slots if found is not None else {}
         site = self._site(
             args=slots if found is not None else None,
@@ -637,9 +637,11 @@ class SiteMap:
                 return self.found[i]
         return None
 
-    def refuse(self, site: Found) -> None:
-        """A transform could not build the site's fix: it is manual, its call stays as written."""
-        site.fixable = False
+    def refuse(self, site: Found, note: str = "") -> None:
+        """A transform could not build the site's fix (`note`: the names it needs do not
+        reach their modules here): it is manual, its call stays as written."""
+        site.fixable = site.fixable and bool(note)
+        site.note = note
         site.keeps_arguments = True
 
     def _applied(self, i: int) -> bool:
