@@ -36,6 +36,7 @@ HARD = [
     "f((x))\nf(x)\ny = ((a) + b)\n(f)(x)\nf(a)(x)\nreturn (x)\nx = (yield)\nprint((yield))\n",
     "f(x for x in y)\nf((x for x in y))\ng = (x for x in y)\nf( x for x in y )\nsum((a for a in b), 0)\n",
     "x = ((1, 2))\nx = 1, 2\n(a), 2\nx = ((a), 2)\nprint(((a), 2))\ne = ()\nf(())\nu = ((a),)\na[(b), c]\n",
+    "f((x),)\nf((x), )\nprint(\n    (loss.item()),  # c\n)\nf((x for x in y),)\nclass E((B),):\n    pass\n",
     "with (a):\n    pass\nwith ((a)):\n    pass\nwith (a) as b:\n    pass\nwith (a, b):\n    pass\n"
     "with (a), (b):\n    pass\n",
     "class A((B)):\n    pass\nclass C(B):\n    pass\nclass D((B), metaclass=M):\n    pass\n",

@@ -10,7 +10,6 @@ import ast
 import dataclasses
 import re
 import traceback
-from collections.abc import Callable
 
 import libcst as cst
 
@@ -31,7 +30,7 @@ from xla2tpu.prefilter import holds_token, may_hold_idiom
 from xla2tpu.project import EMPTY, Context
 from xla2tpu.project_findings import project_findings
 from xla2tpu.resolve import ImportResolver, UseResolver
-from xla2tpu.rewriter import FileContext, Rewriter, lint_reads
+from xla2tpu.rewriter import FileContext, Rewriter
 from xla2tpu.settings import Settings
 from xla2tpu.statements import opening_as_before
 from xla2tpu.wrap import Wrapper
@@ -100,11 +99,11 @@ def _hint(text: str, line: int) -> str:
     return ""
 
 
-def _parse(decoded: Decoded, plan: Plan | None, inspects: Callable[[str], bool]) -> Layout:
+def _parse(decoded: Decoded, plan: Plan | None) -> Layout:
     """The statements of the file that some pass needs, parsed (see layout.py); all of it
     when the reduction does not pay or CPython has no tree of it."""
     if plan is not None:
-        layout = Layout.reduced_parse(decoded.text, decoded.tree, plan.keeps, inspects)
+        layout = Layout.reduced_parse(decoded.text, decoded.tree, plan.keeps)
         if layout is not None:
             return layout
     try:
@@ -134,8 +133,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     found_by_project = project_findings(catalogue, selected, settings.target, context, decoded.text, facts, suppressions)
     index = build(catalogue, selected)
     plan = None if tree is None else Plan(tree, canonical, index)
-    lints = [rule for rule in index.lints if lint_reads(rule, settings.target, decoded.text)]
-    layout = _parse(decoded, plan, lambda text: any(lint_reads(rule, settings.target, text) for rule in lints))
+    layout = _parse(decoded, plan)
     result.parsed = True
     module = layout.module
     outline = Outline(layout, plan)

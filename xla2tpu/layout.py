@@ -113,18 +113,17 @@ class Layout:
         return cls(module, source, bounds, texts, starts[:-1], known, None, None, False)
 
     @classmethod
-    def reduced_parse(cls, source: str, tree: ast.Module | None, keeps: Callable[[str, Group], bool],
-                      inspects: Callable[[str], bool]) -> Layout | None:
-        """The layout of a parse of the statements that `keeps` (a pass visits them) or
-        `inspects` (a lint reads them) accepts, judged on each chunk's text; None when the
-        reduction would not pay or does not reproduce the source exactly."""
+    def reduced_parse(cls, source: str, tree: ast.Module | None, keeps: Callable[[str, Group], bool]) -> Layout | None:
+        """The layout of a parse of the statements that `keeps` accepts (a pass visits them;
+        lints read CPython's tree), judged on each chunk's text; None when the reduction
+        would not pay or does not reproduce the source exactly."""
         if tree is None or not tree.body or not source.endswith(("\n", "\r")) or _GAP in source:
             return None
         bounds = line_starts(source)
         groups = groups_of(tree.body)
         ends = [group.last for group in groups[:-1]] + [len(bounds) - 1]
         chunks = [source[bounds[a]:bounds[b]] for a, b in zip([0, *ends], ends)]
-        needed = _needed(chunks, groups, keeps, inspects)
+        needed = _needed(chunks, groups, keeps)
         left_out = sum(len(chunk) for chunk, need in zip(chunks, needed) if not need)
         if left_out < _MIN_LEFT_OUT * len(source):
             return None
@@ -228,10 +227,9 @@ def _starts(module: cst.Module, source: str, bounds: list[int], groups: list[Gro
     return [*starts, end]
 
 
-def _needed(chunks: list[str], groups: list[Group], keeps: Callable[[str, Group], bool],
-            inspects: Callable[[str], bool]) -> list[bool]:
+def _needed(chunks: list[str], groups: list[Group], keeps: Callable[[str, Group], bool]) -> list[bool]:
     kept = [keeps(chunk, group) for chunk, group in zip(chunks, groups)]
-    needed = [k or inspects(chunk) for k, chunk in zip(kept, chunks)]
+    needed = list(kept)
     # A statement that may be deleted hands its comments to the next one.
     for index, k in enumerate(kept[:-1]):
         if k:

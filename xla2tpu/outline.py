@@ -199,6 +199,10 @@ class Outline:
         """The source of a top-level statement of the module."""
         return self._texts[id(statement)]
 
+    def line(self, statement: cst.CSTNode) -> int:
+        """The line (0-based) where the text of a top-level statement of the module starts."""
+        return self._offsets[id(statement)]
+
     def _prune_inside(self, statement: cst.CSTNode, group: Group, plan: Plan, bound: frozenset[str]) -> None:
         """In a kept compound statement, the statements of its body that hold no site, judged
         as top-level ones are (their bindings land in the body's scope, where only a watched

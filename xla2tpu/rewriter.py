@@ -21,11 +21,14 @@ from xla2tpu.catalogue import Case, Rule
 from xla2tpu.ast_blocks import lazy_imports
 from xla2tpu.call_layout import keep_layout, keep_layouts
 from xla2tpu.conditions import Site, applies, bind, choose, explained, literal_text
+from xla2tpu.decode import DecodeError, check_nesting
+from xla2tpu.detect.positions import Positions
 from xla2tpu.env_reads import variables_read
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.emission import Speller
 from xla2tpu.facts import UNKNOWN, Facts
 from xla2tpu.index import RuleIndex
+from xla2tpu.layout import groups_of
 from xla2tpu.lints import LINTS
 from xla2tpu.noqa import Suppressions
 from xla2tpu.outline import Outline
@@ -100,6 +103,11 @@ class FileContext:
     def lazy_imports(self) -> frozenset[str]:
         """Modules this file imports inside functions only (ast_blocks.lazy_imports)."""
         return lazy_imports(self.tree) if self.tree is not None else frozenset()
+
+    @functools.cached_property
+    def positions(self) -> Positions:
+        """Where LibCST puts the nodes of CPython's tree of the file (see detect/positions.py)."""
+        return Positions(self.source, self.tree)
 
     @functools.cached_property
     def tensor_names(self) -> frozenset[str]:
@@ -294,19 +302,40 @@ class Rewriter(StatementPruner):
         return _short(self.module.code_for_node(node)) if "{source}" in case.message else ""
 
     def visit_Module(self, node: cst.Module) -> None:
-        outline = self.ctx.outline
         target = self.ctx.settings.target
-        for rule in self.index.lints:
-            if not lint_reads(rule, target, self.ctx.source):
-                continue
+        rules = [rule for rule in self.index.lints if lint_reads(rule, target, self.ctx.source)]
+        statements = self._lint_statements(node) if rules else []
+        for rule in rules:
             analyse = LINTS[rule.match[0]]
-            for statement in node.body:
-                if not lint_reads(rule, target, outline.text(statement)):
+            for text, statement, positions in statements:
+                if not lint_reads(rule, target, text):
                     continue
                 for hit in analyse(statement):
                     case = choose(rule.cases, self._site(value=hit.what))
-                    where = outline.where(statement, hit.node)
-                    self.ctx.report(rule, case, where, False, _short(self.module.code_for_node(hit.node)))
+                    self.ctx.report(rule, case, positions.where(hit.node), False, _short(positions.code(hit.node)))
+
+    def _lint_statements(self, node: cst.Module) -> list[tuple[str, ast.stmt, Positions]]:
+        """What lints read: each top-level statement of CPython's tree, with its lines (a
+        definition's from its first decorator) and where its nodes lie in the file."""
+        ctx = self.ctx
+        if ctx.tree is not None:
+            positions = ctx.positions
+            return [(positions.lines(group.first, group.last), statement, positions)
+                    for group in groups_of(ctx.tree.body) for statement in group.nodes]
+        # CPython rejects the file (LibCST alone took it): each top-level statement it takes
+        # on its own, moved down to its line.
+        found = []
+        for top in node.body:
+            text = ctx.outline.text(top)
+            moved = "\n" * ctx.outline.line(top) + text
+            try:
+                tree = check_nesting(moved)
+            except DecodeError:
+                tree = None
+            if tree is not None:
+                positions = Positions(moved, tree)
+                found += [(text, statement, positions) for statement in tree.body]
+        return found
 
     def visit_Import(self, node: cst.Import) -> bool:
         self._import_tops(node)

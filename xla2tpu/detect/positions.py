@@ -72,7 +72,9 @@ class Positions:
         included = self._included(node, start)
         opens, closes = self._around(start, end)
         pairs = min(len(opens), len(closes))
-        own = included + pairs - (1 if included + pairs and self._parents_pair(node) else 0)
+        own = included + pairs
+        if own and self._parents_pair(node, closes[pairs - 1] if pairs else end - 1):
+            own -= 1
         if own < included:  # the pair in ast's range is the call's
             start, end = self._strip(start, end)
         elif own > included:
@@ -187,17 +189,23 @@ class Positions:
             self._code_ends[line] = found
         return found
 
-    def _parents_pair(self, node: ast.AST) -> bool:
-        """Whether the outermost parentheses right around `node` are its parent's syntax."""
+    def _parents_pair(self, node: ast.AST, close: int) -> bool:
+        """Whether the outermost parentheses right around `node`, closed at `close`, are its
+        parent's syntax: the call's that they end, the class's bases or the `with` items that
+        `:` follows."""
         parent = self._parent(node)
         if isinstance(parent, ast.Call):
-            return not parent.keywords and len(parent.args) == 1 and parent.args[0] is node
+            sole = not parent.keywords and len(parent.args) == 1 and parent.args[0] is node
+            return sole and close + 1 == self._span(parent)[1]
         if isinstance(parent, ast.ClassDef):
-            return not parent.keywords and len(parent.bases) == 1 and parent.bases[0] is node
-        if isinstance(parent, ast.withitem) and parent.context_expr is node and parent.optional_vars is None:
+            sole = not parent.keywords and len(parent.bases) == 1 and parent.bases[0] is node
+        elif isinstance(parent, ast.withitem) and parent.context_expr is node and parent.optional_vars is None:
             statement = self._parent(parent)
-            return isinstance(statement, (ast.With, ast.AsyncWith)) and len(statement.items) == 1
-        return False
+            sole = isinstance(statement, (ast.With, ast.AsyncWith)) and len(statement.items) == 1
+        else:
+            return False
+        after = self._forward(close + 1)
+        return sole and self.source[after:after + 1] == ":"
 
     def _parent(self, node: ast.AST) -> ast.AST | None:
         """The parent of `node`, found by walking only the top-level statement that holds it."""
