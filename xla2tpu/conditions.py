@@ -12,7 +12,7 @@ import libcst as cst
 
 from xla2tpu.catalogue import Case, Condition, Rule
 from xla2tpu.facts import UNKNOWN, Facts
-from xla2tpu.detect import scopes, values
+from xla2tpu.detect import names, values
 from xla2tpu.resolve import dotted_name, matches_any
 
 _MISSING = values.MISSING
@@ -118,7 +118,7 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = site.facts.get(condition.arg).value in condition.value  # type: ignore[operator]
     elif base == "simple":
         node = site.args.get(condition.arg)  # type: ignore[union-attr]
-        name = scopes.dotted(node) if isinstance(node, ast.AST) else dotted_name(node) if node is not None else None
+        name = names.dotted_name(node) if isinstance(node, ast.AST) else dotted_name(node) if node is not None else None
         result = node is not None and (name is not None or literal(node) is not _MISSING)
     else:  # pragma: no cover - the catalogue validates condition kinds
         raise ValueError(kind)

@@ -10,7 +10,6 @@ import ast
 import dataclasses
 import re
 import traceback
-from collections.abc import Callable
 
 import libcst as cst
 
@@ -33,8 +32,8 @@ from xla2tpu.project_findings import project_findings
 from xla2tpu.resolve import ImportResolver, UseResolver
 from xla2tpu.detect.scopes import Scopes
 from xla2tpu.detect.sites import Detector, SiteMap
-from xla2tpu.detect.source import SourceText
-from xla2tpu.rewriter import FileContext, Rewriter, lint_reads
+from xla2tpu.detect.positions import Positions
+from xla2tpu.rewriter import FileContext, Rewriter
 from xla2tpu.settings import Settings
 from xla2tpu.statements import opening_as_before
 from xla2tpu.wrap import Wrapper
@@ -103,11 +102,11 @@ def _hint(text: str, line: int) -> str:
     return ""
 
 
-def _parse(decoded: Decoded, plan: Plan | None, inspects: Callable[[str], bool]) -> Layout:
+def _parse(decoded: Decoded, plan: Plan | None) -> Layout:
     """The statements of the file that some pass needs, parsed (see layout.py); all of it
     when the reduction does not pay or CPython has no tree of it."""
     if plan is not None:
-        layout = Layout.reduced_parse(decoded.text, decoded.tree, plan.keeps, inspects)
+        layout = Layout.reduced_parse(decoded.text, decoded.tree, plan.keeps)
         if layout is not None:
             return layout
     try:
@@ -137,15 +136,14 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     found_by_project = project_findings(catalogue, selected, settings.target, context, decoded.text, facts, suppressions)
     index = build(catalogue, selected)
     plan = None if tree is None else Plan(tree, canonical, index)
-    lints = [rule for rule in index.lints if lint_reads(rule, settings.target, decoded.text)]
-    layout = _parse(decoded, plan, lambda text: any(lint_reads(rule, settings.target, text) for rule in lints))
+    layout = _parse(decoded, plan)
     result.parsed = True
     module = layout.module
     outline = Outline(layout, plan)
     resolver = ImportResolver(canonical, outline.pruned)
     module.visit(resolver)
 
-    text = SourceText(decoded.text)
+    text = Positions(decoded.text, tree)
     scopes = Scopes(tree, canonical) if tree is not None else None
 
     def rule_pass(facts: Facts) -> tuple[FileContext, cst.Module]:

@@ -87,6 +87,11 @@ class FileContext:
         return lazy_imports(self.tree) if self.tree is not None else frozenset()
 
     @functools.cached_property
+    def positions(self) -> Positions:
+        """Where LibCST puts the nodes of CPython's tree of the file (see detect/positions.py)."""
+        return Positions(self.source, self.tree)
+
+    @functools.cached_property
     def tensor_names(self) -> frozenset[str]:
         """Names this file binds only to tensors (see tensors.py)."""
         return tensor_names(self.tree)
@@ -117,15 +122,6 @@ class FileContext:
             Diagnostic(line, col, rule.code, message, fix, applied, where.end.line, where.end.column + 1)
         )
         return applied
-
-
-def lint_reads(rule: Rule, target: str, text: str) -> bool:
-    """Whether lint `rule` may find something in `text`: a file, or one top-level statement.
-
-    Its `when` read against one statement's text: the gates a lint's rule sets (a training
-    step, say) skip the statements it would find nothing in.
-    """
-    return applies(rule, Site(target=target, source=text, top_level=True))
 
 
 class Rewriter(StatementPruner):

@@ -20,7 +20,7 @@ from typing import NamedTuple, cast
 
 import libcst as cst
 
-from xla2tpu.detect.scopes import dotted
+from xla2tpu.detect.names import dotted_name as ast_dotted_name
 from xla2tpu.resolve import dotted_name
 
 # Roots a template may name; anything else in a template is a local name or a placeholder.
@@ -162,7 +162,7 @@ def spelled_names(template: str) -> tuple[str, ...]:
 
     def walk(node: ast.AST, parent: ast.AST | None) -> None:
         if isinstance(node, ast.Attribute):
-            name = dotted(node)
+            name = ast_dotted_name(node)
             if name and name.split(".", 1)[0] in MODULE_ROOTS:
                 names.append(name)
                 return

@@ -25,6 +25,7 @@ import tokenize
 from collections.abc import Callable
 from typing import NamedTuple
 
+from xla2tpu.detect.names import dotted_name
 from xla2tpu.patterns import Key, has_slot, placeholders, slot_name
 
 Resolve = Callable[[ast.expr], "str | None"]
@@ -76,18 +77,6 @@ def candidate_keys(node: ast.AST) -> tuple[Key, ...]:
 def compile_pattern(text: str) -> AstPattern:
     tree = ast.parse(placeholders(text).strip(), mode="eval").body
     return AstPattern(text, tree, key_of(tree))
-
-
-def dotted_name(node: ast.AST) -> str | None:
-    """`a.b.c` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def match(pattern: AstPattern, node: ast.AST, resolve: Resolve, segment: Segment | None = None) -> AstMatch | None:

@@ -13,6 +13,7 @@ import ast
 from collections.abc import Iterator
 
 from xla2tpu.canonical import Canonicaliser
+from xla2tpu.detect.names import dotted_name
 from xla2tpu.resolve import OTHER, Scope
 
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -161,21 +162,9 @@ def _arguments(args: ast.arguments) -> Iterator[ast.arg]:
         yield args.kwarg
 
 
-def dotted(node: ast.AST) -> str | None:
-    """`a.b.c` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def resolve(scope: Scope, node: ast.AST) -> str | None:
     """The qualified name `node` (a Name/Attribute chain) refers to in `scope`, if imported."""
-    name = dotted(node)
+    name = dotted_name(node)
     if name is None:
         return None
     root, dot, rest = name.partition(".")

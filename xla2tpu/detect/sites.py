@@ -20,8 +20,11 @@ from xla2tpu import templates
 from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, explained
-from xla2tpu.detect.scopes import FUNCTIONS, Scopes, dotted, resolve
-from xla2tpu.detect.source import SourceText
+from xla2tpu.detect.names import dotted_name
+from xla2tpu.detect.scopes import FUNCTIONS, Scopes, resolve
+from xla2tpu.detect.positions import Positions
+from xla2tpu.layout import groups_of
+from xla2tpu.lints import LINTS
 from xla2tpu.detect.values import call_arguments, literal_text
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.emission import Speller
@@ -84,7 +87,7 @@ def uses(rule: Rule, kind: str) -> bool:
 class Detector:
     """Walks a module once, in source order, and lists its sites (`found`)."""
 
-    def __init__(self, tree: ast.Module, source: str, index: RuleIndex, scopes: Scopes, positions: SourceText,
+    def __init__(self, tree: ast.Module, source: str, index: RuleIndex, scopes: Scopes, positions: Positions,
                  target: str, apply: frozenset[FixClass], facts: Facts = UNKNOWN, env_reads: frozenset[str] = frozenset(),
                  lazy: frozenset[str] = frozenset(), tensor_names: frozenset[str] = frozenset()) -> None:
         self.tree = tree
@@ -113,8 +116,24 @@ class Detector:
 
     # ------------------------------------------------------------------ walking
     def run(self) -> list[Found]:
+        self._lints()
         self._visit(self.tree)
         return self.found
+
+    def _lints(self) -> None:
+        """The lint rules' findings: each lint reads one top-level statement at a time."""
+        rules = [rule for rule in self.index.lints if lint_reads(rule, self.target, self.source)]
+        if not rules:
+            return
+        statements = [(self.positions.lines(group.first, group.last), statement)
+                      for group in groups_of(self.tree.body) for statement in group.nodes]
+        for rule in rules:
+            analyse = LINTS[rule.match[0]]
+            for text, statement in statements:
+                if not lint_reads(rule, self.target, text):
+                    continue
+                for hit in analyse(statement):
+                    self._add("lint", rule, choose(rule.cases, self._site(value=hit.what)), hit.node, False)
 
     def _visit(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)):
@@ -212,7 +231,7 @@ class Detector:
             fix = found.fix
             if fix is not FixClass.MANUAL and fix in self.apply:
                 return found.name.rsplit(".", 1)[-1]
-        return literal_text(node, self.positions.lines)
+        return literal_text(node, self.positions.line_texts)
 
     def _class_bases(self) -> frozenset[str]:
         """The last names of the bases of the class whose method holds the site."""
@@ -221,7 +240,7 @@ class Detector:
             if isinstance(parents[i], FUNCTIONS):
                 holder = parents[i - 1]
                 if isinstance(holder, ast.ClassDef):
-                    return frozenset((dotted(base) or "").rsplit(".", 1)[-1] for base in holder.bases)
+                    return frozenset((dotted_name(base) or "").rsplit(".", 1)[-1] for base in holder.bases)
                 break
         return frozenset()
 
@@ -314,7 +333,7 @@ class Detector:
             return frozenset()
         from xla2tpu.detect import ast_earlier
 
-        calls = ast_earlier.calls_before(self._parents, node) if kind == "after" else ast_earlier.call_next(self._parents, self.positions.lines)
+        calls = ast_earlier.calls_before(self._parents, node) if kind == "after" else ast_earlier.call_next(self._parents, self.positions.line_texts)
         scope = self.scope
         return frozenset(p for p in wanted if ast_earlier.matches(p, calls, lambda n: resolve(scope, n), args))
 
@@ -343,7 +362,7 @@ class Detector:
                     if orelse:
                         others.append(orelse)
                     current = None
-            return any("init_process_group" in self.positions.block_code(block) for block in others)
+            return any("init_process_group" in _block_code(self.positions, block) for block in others)
         return False
 
     # ------------------------------------------------------------------ string arguments
@@ -417,15 +436,15 @@ class Detector:
         if isinstance(parent, ast.Dict):
             for k, v in zip(parent.keys, parent.values):
                 if v is node and k is not None:
-                    key = literal_text(k, self.positions.lines)
+                    key = literal_text(k, self.positions.line_texts)
         elif isinstance(parent, ast.keyword):
             key = parent.arg
         if key not in OTHER_PROCESS_ENV or not self.index.env:
             return
         for k, value in zip(node.keys, node.values):
-            variable = literal_text(k, self.positions.lines) if k is not None else None
+            variable = literal_text(k, self.positions.line_texts) if k is not None else None
             rule = self.index.env.get(variable) if variable else None
-            case = self._env_case(rule, variable, True, literal_text(value, self.positions.lines), False) if rule else None  # type: ignore[arg-type]
+            case = self._env_case(rule, variable, True, literal_text(value, self.positions.line_texts), False) if rule else None  # type: ignore[arg-type]
             if rule is not None and case is not None:
                 note = f"set in the `{key}` of another process: change it where that process is launched"
                 self._add("pair", rule, case, _Pair(k, value), False, note)  # type: ignore[arg-type]
@@ -501,6 +520,25 @@ class Detector:
             slot for slot, node in slots.items()
             if known_tensor_ast(node, lambda n: resolve(scope, n), self.tensor_names)
         )
+
+
+def lint_reads(rule: Rule, target: str, text: str) -> bool:
+    """Whether lint `rule` may find something in `text`: a file, or one top-level statement.
+
+    Its `when` read against one statement's text: the gates a lint's rule sets (a training
+    step, say) skip the statements it would find nothing in.
+    """
+    return applies(rule, Site(target=target, source=text, top_level=True))
+
+
+def _key(category: str, where: object) -> tuple:
+    return (category, where.start.line, where.start.column, where.end.line, where.end.column)  # type: ignore[attr-defined]
+
+
+def _block_code(positions: Positions, block: Sequence[ast.stmt]) -> str:
+    """The source lines of a block of statements, comments between them included."""
+    first = min([block[0].lineno, *(d.lineno for d in getattr(block[0], "decorator_list", ()))])
+    return positions.lines(first, block[-1].end_lineno or block[-1].lineno)
 
 
 class _Pair(ast.AST):
@@ -601,17 +639,16 @@ class SiteMap:
     a transform refused when it was built (then manual), which calls keep their arguments
     as written (then the applied fixes in those arguments become manual too)."""
 
-    def __init__(self, found: Sequence[Found], text: SourceText, suppressions: Suppressions,
+    def __init__(self, found: Sequence[Found], positions: Positions, suppressions: Suppressions,
                  apply: frozenset[FixClass], facts: Facts, defined: Mapping[str, str], offset: int = 0) -> None:
         self.found = list(found)
-        self.text = text
         self.apply = apply
         self.facts = facts
         self.defined = defined
-        self._spans = [text.span(site.node) for site in self.found]
+        self._spans = [positions.where(site.node) for site in self.found]
         self._at: dict[tuple, list[int]] = {}
         for i, (site, span) in enumerate(zip(self.found, self._spans)):
-            self._at.setdefault((site.category, *span.start, *span.end), []).append(i)
+            self._at.setdefault(_key(site.category, span), []).append(i)
         self._lines = sorted({span.start.line for span in self._spans})
         self._suppressed = {i for i, (site, span) in enumerate(zip(self.found, self._spans))
                             if suppressions.suppressed(span.start.line, site.rule.code)}
@@ -631,8 +668,7 @@ class SiteMap:
     def at(self, category: str, where: object, kind: str = "") -> Found | None:
         """The site of `category` (and rule kind) spanning `where` (`.start`/`.end` with
         `.line` and `.column`, as LibCST's positions have them)."""
-        key = (category, where.start.line, where.start.column, where.end.line, where.end.column)  # type: ignore[attr-defined]
-        for i in self._at.get(key, ()):
+        for i in self._at.get(_key(category, where), ()):
             if not kind or self.found[i].rule.kind == kind:
                 return self.found[i]
         return None
