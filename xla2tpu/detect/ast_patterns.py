@@ -10,10 +10,13 @@ The pattern language is patterns.py's. Where the two trees differ:
   source)`) to get LibCST's answers; without it literals compare by value and type
   (`1` is never `True` nor `1.0`), which no catalogue pattern can tell apart except
   through a concatenated string.
+- `x[1, 2]` is one Tuple in ast, two subscript elements in LibCST, and `x[(1, 2)]` one:
+  the unparenthesised tuple (which starts at its first element) counts as its elements.
 - A literal part of an f-string is a Constant in ast (a `FormattedStringText` in LibCST,
   which no pattern matches): the caller's walk must not offer it, or pass `segment`.
-- `claimed` lists only ast.expr nodes: the operators and `keyword`/`arg` wrappers LibCST
-  also lists are no references, and ast shares one instance of each operator.
+- `claimed` lists only ast.expr nodes (not a call's `*args` nor a slice `a:b` either): the operators, `Arg`
+  wrappers and attribute and keyword names LibCST also lists are no expressions in ast
+  (nor references), and ast shares one instance of each operator.
 """
 
 from __future__ import annotations
@@ -93,7 +96,12 @@ def dotted_name(node: ast.AST) -> str | None:
 def match(pattern: AstPattern, node: ast.AST, resolve: Resolve, segment: Segment | None = None) -> AstMatch | None:
     found = AstMatch({}, [])
     matcher = _Matcher(placeholders(pattern.text).strip(), resolve, segment, found)
-    return found if matcher.match(pattern.tree, node) else None
+    if not matcher.match(pattern.tree, node):
+        return None
+    # `f(*a)`: LibCST's Arg holding `*a` is no expression (a `[*a]` element is, as here).
+    arguments = {id(a) for c in found.claimed if isinstance(c, ast.Call) for a in c.args if isinstance(a, ast.Starred)}
+    found.claimed[:] = [c for c in found.claimed if id(c) not in arguments]
+    return found
 
 
 def _slot(node: ast.AST) -> str | None:
@@ -123,7 +131,7 @@ class _Matcher:
                 return False
             self.found.slots[slot] = node
             return True
-        if isinstance(node, ast.expr):
+        if isinstance(node, ast.expr) and not isinstance(node, ast.Slice):  # `a:b` is no expression in LibCST
             self.found.claimed.append(node)
         qualname = _qualified(pattern)
         if qualname is not None:
@@ -132,6 +140,8 @@ class _Matcher:
             return False
         if isinstance(pattern, ast.Constant):
             return self._literal(pattern, node)  # type: ignore[arg-type]
+        if isinstance(pattern, ast.Subscript):  # LibCST: a list of subscript elements
+            return self.match(pattern.value, node.value) and self._same(_elements(pattern.slice), _elements(node.slice))  # type: ignore[attr-defined]
         return all(
             self._same(getattr(pattern, field, None), getattr(node, field, None))
             for field in pattern._fields
@@ -159,6 +169,16 @@ class _Matcher:
         if isinstance(node.value, (str, bytes)):
             return spelled is not None and _one_literal(spelled)  # LibCST: by value, one literal
         return spelled == ast.get_source_segment(self.source, pattern)  # LibCST: by spelling
+
+
+def _elements(index: ast.expr) -> list[ast.expr]:
+    """The elements of a subscript as LibCST has them: `x[1, 2]` has two, `x[(1, 2)]` one
+    tuple (ast makes both a tuple; only the parenthesised one starts before its first element)."""
+    if isinstance(index, ast.Tuple) and index.elts:
+        first = index.elts[0]
+        if (index.lineno, index.col_offset) == (first.lineno, first.col_offset):
+            return index.elts
+    return [index]
 
 
 def _one_literal(text: str) -> bool:
