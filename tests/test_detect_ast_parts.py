@@ -390,6 +390,10 @@ def test_segment_tells_literals_apart_that_values_do_not() -> None:
     assert not _ast_found(p, "{a} == 1", segment=True)
     assert len(_ast_found(p, "{a} == 1", segment=False)) == 1
     assert len(_ast_found(p, '{d}.type == "xla"', segment=False)) == 1
+    # but by type too: `1 == 1.0 == True` in Python, not in code
+    other = _snippet("x == 1.0\nx == True\nx == b'1'\n")
+    assert not _ast_found(other, "{a} == 1", segment=False)
+    assert not _ast_found(other, "{a} == '1'", segment=False)
 
 
 def test_keys_line_up() -> None:

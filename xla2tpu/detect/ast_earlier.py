@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from xla2tpu.earlier import _PATTERN, _SLOT
+from xla2tpu.earlier import any_call_matches
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -58,7 +58,7 @@ def _in_source_order(root: ast.AST) -> Iterator[ast.AST]:
 
 def _children(node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.Call):  # `f(a, k=b, *c)`: keywords and arguments interleave
-        return [node.func, *sorted([*node.args, *node.keywords], key=lambda n: (n.lineno, n.col_offset))]
+        return [node.func, *_arguments(node)]
     if isinstance(node, ast.Dict):
         return [n for key, value in zip(node.keys, node.values) for n in (key, value) if n is not None]
     if isinstance(node, ast.IfExp):
@@ -120,24 +120,20 @@ def matches(
     args: Mapping[str, ast.expr] | None,
 ) -> bool:
     """Whether one of `calls` has the pattern's callee and arguments (earlier.py's docstring)."""
-    parsed = _PATTERN.match(pattern.strip())
-    if parsed is None:
-        return False
-    wanted = [a.strip() for a in parsed["args"].split(",")] if parsed["args"].strip() else []
-    for call in calls:
-        given = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
-        if len(given) != len(wanted) or resolve(call.func) not in parsed["callee"].split("|"):
-            continue
-        if all(_argument_matches(w, arg, args) for w, arg in zip(wanted, given)):
-            return True
-    return False
+    return any_call_matches(
+        pattern, ((call.func, _arguments(call)) for call in calls), resolve, lambda slot, arg: _argument_matches(slot, arg, args)
+    )
 
 
-def _argument_matches(wanted: str, arg: ast.expr | ast.keyword, args: Mapping[str, ast.expr] | None) -> bool:
-    slot = _SLOT.match(wanted)
-    if slot is None or isinstance(arg, (ast.keyword, ast.Starred)):
+def _arguments(call: ast.Call) -> list[ast.expr | ast.keyword]:
+    """The arguments in source order, as LibCST lists them (`f(k=1, *a)`)."""
+    return sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
+
+
+def _argument_matches(slot: str, arg: ast.expr | ast.keyword, args: Mapping[str, ast.expr] | None) -> bool:
+    if isinstance(arg, (ast.keyword, ast.Starred)):
         return False
-    if slot["name"] == "_":
+    if slot == "_":
         return True
-    own = args.get(slot["name"]) if args is not None else None
+    own = args.get(slot) if args is not None else None
     return own is not None and ast.dump(own) == ast.dump(arg)

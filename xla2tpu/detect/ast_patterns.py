@@ -33,8 +33,8 @@ from xla2tpu.patterns import Key, has_slot, placeholders, slot_name
 Resolve = Callable[[ast.expr], "str | None"]
 Segment = Callable[[ast.expr], "str | None"]
 
-# Fields that are not code: the load/store context, and the `u` string prefix.
-_IGNORED = frozenset({"ctx", "kind"})
+# Fields that are not code: the load/store context.
+_IGNORED = frozenset({"ctx"})
 
 
 class AstPattern(NamedTuple):
