@@ -3,12 +3,15 @@ versions' answers: side by side on every expression and call of every fixture, f
 catalogue pattern, and on the small cases where the two trees differ most (issue 16).
 
 Nodes of the two trees are paired by their source range (line, column in characters),
-which both trees give without parentheses."""
+which both trees give without parentheses, except that ast counts a tuple's or a
+generator's own (`span` takes them off)."""
 
 from __future__ import annotations
 
 import ast
 import functools
+import io
+import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,7 +113,21 @@ class Parsed:
         def column(line: int, offset: int) -> int:  # ast counts UTF-8 bytes
             return len(self.lines[line - 1].encode()[:offset].decode())
 
-        return (node.lineno, column(node.lineno, node.col_offset), node.end_lineno, column(node.end_lineno, node.end_col_offset))  # type: ignore[attr-defined,arg-type]
+        start = (node.lineno, column(node.lineno, node.col_offset))  # type: ignore[attr-defined]
+        end = (node.end_lineno, column(node.end_lineno, node.end_col_offset))  # type: ignore[attr-defined,arg-type]
+        if isinstance(node, (ast.Tuple, ast.GeneratorExp)) and _own_parentheses(self.segment(node) or ""):
+            start, end = self._inside(start, end)  # ast counts a tuple's parentheses, LibCST not
+        return (*start, *end)
+
+    def _inside(self, start: tuple[int, int], end: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The range within a pair of parentheses, without the blanks next to them."""
+        line, col = start[0], start[1] + 1
+        while col >= len(self.lines[line - 1]) or self.lines[line - 1][col].isspace():
+            line, col = (line + 1, 0) if col >= len(self.lines[line - 1]) else (line, col + 1)
+        end_line, end_col = end[0], end[1] - 1
+        while end_col == 0 or self.lines[end_line - 1][end_col - 1].isspace():
+            end_line, end_col = (end_line - 1, len(self.lines[end_line - 2])) if end_col == 0 else (end_line, end_col - 1)
+        return (line, col), (end_line, end_col)
 
     def resolve_cst(self, node: cst.BaseExpression) -> str | None:
         return self._resolve(dotted_name(node))
@@ -124,6 +141,18 @@ class Parsed:
 
     def segment(self, node: ast.expr) -> str | None:
         return ast.get_source_segment(self.source, node)
+
+
+def _own_parentheses(text: str) -> bool:
+    """Whether `text` is wrapped in one pair of parentheses (`(a, b)`, not `(a), (b)`)."""
+    depth = 0
+    tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.OP]
+    for i, token in enumerate(tokens):
+        depth += token.string in "([{"
+        depth -= token.string in ")]}"
+        if depth == 0:
+            return i == len(tokens) - 1 and tokens[0].string == "("
+    return False
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:
@@ -340,6 +369,10 @@ IMPORTS = "import torch_xla.runtime as xr\nimport torch_xla.core.xla_model as xm
         ('d.type != "xla"\n', '{d}.type == "xla"', 0),
         ('"xla" not in str(d)\n', '"xla" not in str({d})', 1),
         ('"xla" in str(*d)\n', '"xla" in str({d})', 0),
+        ('"xla" in str((a, b))\n', '"xla" in str({d})', 1),
+        ('"xla" in str(( a,\n  b, ))\n', '"xla" in str({d})', 1),
+        ('"xla" in str(x for x in y)\n', '"xla" in str({d})', 1),
+        ('"xla" in str(((a), (b)))\n', '"xla" in str({d})', 1),
         ('"xla" in str(d, e)\n', '"xla" in str({d})', 0),
         ('"xla" in str(object=d)\n', '"xla" in str({d})', 0),
         ('f"{\'xla_fsdp_v2\'}"\n', '"xla_fsdp_v2"', 1),

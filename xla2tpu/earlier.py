@@ -84,9 +84,8 @@ def matches(
     args: Mapping[str, cst.BaseExpression] | None,
 ) -> bool:
     """Whether one of `calls` has the pattern's callee and arguments (see the module docstring)."""
-    return any_call_matches(
-        pattern, ((call.func, call.args) for call in calls), resolve, lambda slot, arg: _argument_matches(slot, arg, args)
-    )
+    calls_ = ((call.func, call.args) for call in calls)
+    return any_call_matches(pattern, calls_, resolve, lambda slot, arg: _argument_matches(slot, arg, args))
 
 
 def any_call_matches(

@@ -25,10 +25,6 @@ from xla2tpu.earlier import any_call_matches
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_SIMPLE = (
-    ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Delete, ast.Pass, ast.Break,
-    ast.Continue, ast.Raise, ast.Assert, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal,
-)  # fmt: skip
 
 
 def calls_before(parents: Sequence[ast.AST], site: ast.AST) -> list[ast.Call]:
@@ -72,8 +68,8 @@ def call_next(parents: Sequence[ast.AST], lines: Sequence[str] | None = None) ->
     the site ends a loop, a function or the module, or sits in a one-line suite (told by the
     file's `lines`, when given; else every block is taken for an indented one)."""
     index = next((i for i in range(len(parents) - 1, -1, -1) if isinstance(parents[i], ast.stmt)), 0)
-    if not isinstance(parents[index], _SIMPLE):
-        return []  # the site is in a compound statement's header
+    if isinstance(parents[index], ast.Match) or "body" in parents[index]._fields:
+        return []  # the site is in a compound statement's header (LibCST: in no statement line)
     while index > 0:
         statement, owner = parents[index], parents[index - 1]
         block = _block_of(owner, statement)
@@ -83,8 +79,9 @@ def call_next(parents: Sequence[ast.AST], lines: Sequence[str] | None = None) ->
         end = _line_end(block, position)
         if end + 1 < len(block):
             following = block[end + 1]
-            alone = _line_end(block, end + 1) == end + 1
-            return [following.value] if alone and isinstance(following, ast.Expr) and isinstance(following.value, ast.Call) else []
+            if _line_end(block, end + 1) > end + 1:
+                return []  # `a(); b()`: a line of more than one statement
+            return [following.value] if isinstance(following, ast.Expr) and isinstance(following.value, ast.Call) else []
         if not isinstance(owner, (ast.If, ast.With, ast.AsyncWith)):
             return []
         index -= 1  # the block ended: on to the statement that owns it (an elif's If runs on as its chain)
@@ -120,9 +117,8 @@ def matches(
     args: Mapping[str, ast.expr] | None,
 ) -> bool:
     """Whether one of `calls` has the pattern's callee and arguments (earlier.py's docstring)."""
-    return any_call_matches(
-        pattern, ((call.func, _arguments(call)) for call in calls), resolve, lambda slot, arg: _argument_matches(slot, arg, args)
-    )
+    calls_ = ((call.func, _arguments(call)) for call in calls)
+    return any_call_matches(pattern, calls_, resolve, lambda slot, arg: _argument_matches(slot, arg, args))
 
 
 def _arguments(call: ast.Call) -> list[ast.expr | ast.keyword]:
