@@ -538,3 +538,33 @@ def test_known_tensor_cases() -> None:
     names = tensor_names(p.tree)
     values = [s.value for s in p.tree.body[3:]]  # type: ignore[attr-defined]
     assert [known_tensor_ast(v, p.resolve_ast, names) for v in values] == [True, False, True, True, True, False]
+
+
+@pytest.mark.parametrize(
+    ("code", "pattern"),
+    [
+        ("a and b and c\n", "{x} and {y}"),  # LibCST nests the BoolOp: `a and b` is a node
+        ('s = "xla_fsdp_v2" "_x"\n', '"xla_fsdp_v2"'),  # LibCST matches a piece of the concatenation
+        ("f(k=1, *a)\n", "f(*{a}, k=1)"),  # ast keeps keywords apart from positional arguments
+    ],
+)
+def test_documented_differences(code: str, pattern: str) -> None:
+    """Where the ast matcher knowingly differs (ast_patterns' docstring), and how."""
+    p = _snippet(code)
+    assert len(_cst_found(p, pattern)) != len(_ast_found(p, pattern, segment=True))
+
+
+def test_documented_differences_around() -> None:
+    """ast_earlier's docstring: arguments compare as code, not layout; without the lines a
+    one-line suite is taken for a block."""
+    p = _snippet("import torch\ntorch.manual_seed(seed+1)\nsite(seed + 1)\n")
+    call, parents = p.cst_calls[(3, 0, 3, 14)]
+    node, ancestors = p.ast_calls[(3, 0, 3, 14)]
+    pattern = "torch.manual_seed({seed})"
+    before = earlier.calls_before(parents, call)
+    assert not earlier.matches(pattern, before, p.resolve_cst, _first_argument_cst(call))
+    assert ast_earlier.matches(pattern, ast_earlier.calls_before(ancestors, node), p.resolve_ast, _first_argument_ast(node))
+    suite = _snippet("if x: a()\nb()\n")
+    node, ancestors = suite.ast_calls[(1, 6, 1, 9)]
+    assert ast_earlier.call_next(ancestors, suite.lines) == []
+    assert [suite.segment(c) for c in ast_earlier.call_next(ancestors)] == ["b()"]

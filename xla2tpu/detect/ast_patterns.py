@@ -2,7 +2,7 @@
 
 The pattern language is patterns.py's. Where the two trees differ:
 - ast has no node for layout, so parentheses, whitespace and the load/store `ctx` are
-  ignored by construction; `u"x"` is `"x"` in both (ast's `kind` field is skipped).
+  ignored by construction; `u"x"` is `"x"` in both.
 - LibCST compares literals by their spelling (`0x1` is not `1`) and a string pattern only
   matches one literal, never an implicit concatenation (`"xla" "_fsdp"`), an f-string or
   bytes. ast folds a concatenation into one Constant and keeps only values, so pass
@@ -10,13 +10,17 @@ The pattern language is patterns.py's. Where the two trees differ:
   source)`) to get LibCST's answers; without it literals compare by value and type
   (`1` is never `True` nor `1.0`), which no catalogue pattern can tell apart except
   through a concatenated string.
-- `x[1, 2]` is one Tuple in ast, two subscript elements in LibCST, and `x[(1, 2)]` one:
-  the unparenthesised tuple (which starts at its first element) counts as its elements.
 - A literal part of an f-string is a Constant in ast (a `FormattedStringText` in LibCST,
   which no pattern matches): the caller's walk must not offer it, or pass `segment`.
-- `claimed` lists only ast.expr nodes (not a call's `*args` nor a slice `a:b` either): the operators, `Arg`
-  wrappers and attribute and keyword names LibCST also lists are no expressions in ast
-  (nor references), and ast shares one instance of each operator.
+- `x[1, 2]` is one Tuple in ast, two subscript elements in LibCST, and `x[(1, 2)]` one:
+  the unparenthesised tuple (which starts at its first element) counts as its elements.
+- `claimed` lists only ast.expr nodes (not a call's `*args` nor a slice `a:b`): the
+  operators, `Arg` wrappers and attribute and keyword names LibCST also lists are no
+  expressions in ast (nor references), and ast shares one instance of each operator.
+Left as they are, as no catalogue pattern can meet them: ast keeps a call's keywords apart
+from its positional arguments (`f(k=1, *a)` is `f(*a, k=1)`), makes `a and b and c` one
+BoolOp (LibCST nests two, so `{x} and {y}` matches there), and has no node for one piece
+of an implicit concatenation (LibCST matches `"xla_fsdp_v2"` in `"xla_fsdp_v2" "_x"`).
 """
 
 from __future__ import annotations
