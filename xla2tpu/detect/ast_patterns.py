@@ -14,13 +14,15 @@ The pattern language is patterns.py's. Where the two trees differ:
   which no pattern matches): the caller's walk must not offer it, or pass `segment`.
 - `x[1, 2]` is one Tuple in ast, two subscript elements in LibCST, and `x[(1, 2)]` one:
   the unparenthesised tuple (which starts at its first element) counts as its elements.
-- `claimed` lists only ast.expr nodes (not a call's `*args` nor a slice `a:b`): the
-  operators, `Arg` wrappers and attribute and keyword names LibCST also lists are no
-  expressions in ast (nor references), and ast shares one instance of each operator.
+- `claimed` lists only ast.expr nodes (not a call's `*args`, a slice `a:b`, an f-string's
+  `{x}`): the operators, `Arg` wrappers and attribute and keyword names LibCST also lists
+  are no expressions in ast (nor references), and ast shares one instance of each operator.
 Left as they are, as no catalogue pattern can meet them: ast keeps a call's keywords apart
 from its positional arguments (`f(k=1, *a)` is `f(*a, k=1)`), makes `a and b and c` one
 BoolOp (LibCST nests two, so `{x} and {y}` matches there), and has no node for one piece
-of an implicit concatenation (LibCST matches `"xla_fsdp_v2"` in `"xla_fsdp_v2" "_x"`).
+of an implicit concatenation (LibCST matches `"xla_fsdp_v2"` in `"xla_fsdp_v2" "_x"`);
+LibCST compares an f-string pattern by its raw text and quotes, ast by its parts' values;
+`x[(a), b]` is taken for `x[((a), b)]`.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ Segment = Callable[[ast.expr], "str | None"]
 
 # Fields that are not code: the load/store context.
 _IGNORED = frozenset({"ctx"})
+# ast expressions that LibCST does not hold as expressions (a `Slice`, an f-string's
+# `FormattedStringExpression`): not claimed, as LibCST's claims only matter for expressions.
+_NO_EXPRESSION = (ast.Slice, ast.FormattedValue)
 
 
 class AstPattern(NamedTuple):
@@ -81,8 +86,14 @@ def candidate_keys(node: ast.AST) -> tuple[Key, ...]:
 
 @functools.lru_cache(maxsize=512)
 def compile_pattern(text: str) -> AstPattern:
-    tree = ast.parse(placeholders(text).strip(), mode="eval").body
+    tree = ast.parse(_source(text), mode="eval").body
     return AstPattern(text, tree, key_of(tree))
+
+
+@functools.lru_cache(maxsize=512)
+def _source(text: str) -> str:
+    """The Python source a pattern is parsed from: its literals' spelling, for `segment`."""
+    return placeholders(text).strip()
 
 
 def dotted_name(node: ast.AST) -> str | None:
@@ -99,7 +110,7 @@ def dotted_name(node: ast.AST) -> str | None:
 
 def match(pattern: AstPattern, node: ast.AST, resolve: Resolve, segment: Segment | None = None) -> AstMatch | None:
     found = AstMatch({}, [])
-    matcher = _Matcher(placeholders(pattern.text).strip(), resolve, segment, found)
+    matcher = _Matcher(pattern.text, resolve, segment, found)
     if not matcher.match(pattern.tree, node):
         return None
     # `f(*a)`: LibCST's Arg holding `*a` is no expression (a `[*a]` element is, as here).
@@ -121,8 +132,8 @@ def _qualified(node: ast.AST) -> str | None:
 
 
 class _Matcher:
-    def __init__(self, source: str, resolve: Resolve, segment: Segment | None, found: AstMatch) -> None:
-        self.source = source  # the pattern's own text: its literals' spelling
+    def __init__(self, text: str, resolve: Resolve, segment: Segment | None, found: AstMatch) -> None:
+        self.text = text  # the pattern's text
         self.resolve = resolve
         self.segment = segment
         self.found = found
@@ -135,7 +146,7 @@ class _Matcher:
                 return False
             self.found.slots[slot] = node
             return True
-        if isinstance(node, ast.expr) and not isinstance(node, ast.Slice):  # `a:b` is no expression in LibCST
+        if isinstance(node, ast.expr) and not isinstance(node, _NO_EXPRESSION):
             self.found.claimed.append(node)
         qualname = _qualified(pattern)
         if qualname is not None:
@@ -172,7 +183,7 @@ class _Matcher:
         spelled = self.segment(node)
         if isinstance(node.value, (str, bytes)):
             return spelled is not None and _one_literal(spelled)  # LibCST: by value, one literal
-        return spelled == ast.get_source_segment(self.source, pattern)  # LibCST: by spelling
+        return spelled == ast.get_source_segment(_source(self.text), pattern)  # LibCST: by spelling
 
 
 def _elements(index: ast.expr) -> list[ast.expr]:
