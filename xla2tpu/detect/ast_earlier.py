@@ -21,14 +21,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from xla2tpu.earlier import _PATTERN, _SLOT
+from xla2tpu.earlier import any_call_matches
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_SIMPLE = (
-    ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Delete, ast.Pass, ast.Break,
-    ast.Continue, ast.Raise, ast.Assert, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal,
-)  # fmt: skip
 
 
 def calls_before(parents: Sequence[ast.AST], site: ast.AST) -> list[ast.Call]:
@@ -58,7 +54,7 @@ def _in_source_order(root: ast.AST) -> Iterator[ast.AST]:
 
 def _children(node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.Call):  # `f(a, k=b, *c)`: keywords and arguments interleave
-        return [node.func, *sorted([*node.args, *node.keywords], key=lambda n: (n.lineno, n.col_offset))]
+        return [node.func, *_arguments(node)]
     if isinstance(node, ast.Dict):
         return [n for key, value in zip(node.keys, node.values) for n in (key, value) if n is not None]
     if isinstance(node, ast.IfExp):
@@ -72,8 +68,8 @@ def call_next(parents: Sequence[ast.AST], lines: Sequence[str] | None = None) ->
     the site ends a loop, a function or the module, or sits in a one-line suite (told by the
     file's `lines`, when given; else every block is taken for an indented one)."""
     index = next((i for i in range(len(parents) - 1, -1, -1) if isinstance(parents[i], ast.stmt)), 0)
-    if not isinstance(parents[index], _SIMPLE):
-        return []  # the site is in a compound statement's header
+    if isinstance(parents[index], ast.Match) or "body" in parents[index]._fields:
+        return []  # the site is in a compound statement's header (LibCST: in no statement line)
     while index > 0:
         statement, owner = parents[index], parents[index - 1]
         block = _block_of(owner, statement)
@@ -83,8 +79,9 @@ def call_next(parents: Sequence[ast.AST], lines: Sequence[str] | None = None) ->
         end = _line_end(block, position)
         if end + 1 < len(block):
             following = block[end + 1]
-            alone = _line_end(block, end + 1) == end + 1
-            return [following.value] if alone and isinstance(following, ast.Expr) and isinstance(following.value, ast.Call) else []
+            if _line_end(block, end + 1) > end + 1:
+                return []  # `a(); b()`: a line of more than one statement
+            return [following.value] if isinstance(following, ast.Expr) and isinstance(following.value, ast.Call) else []
         if not isinstance(owner, (ast.If, ast.With, ast.AsyncWith)):
             return []
         index -= 1  # the block ended: on to the statement that owns it (an elif's If runs on as its chain)
@@ -120,24 +117,19 @@ def matches(
     args: Mapping[str, ast.expr] | None,
 ) -> bool:
     """Whether one of `calls` has the pattern's callee and arguments (earlier.py's docstring)."""
-    parsed = _PATTERN.match(pattern.strip())
-    if parsed is None:
-        return False
-    wanted = [a.strip() for a in parsed["args"].split(",")] if parsed["args"].strip() else []
-    for call in calls:
-        given = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
-        if len(given) != len(wanted) or resolve(call.func) not in parsed["callee"].split("|"):
-            continue
-        if all(_argument_matches(w, arg, args) for w, arg in zip(wanted, given)):
-            return True
-    return False
+    calls_ = ((call.func, _arguments(call)) for call in calls)
+    return any_call_matches(pattern, calls_, resolve, lambda slot, arg: _argument_matches(slot, arg, args))
 
 
-def _argument_matches(wanted: str, arg: ast.expr | ast.keyword, args: Mapping[str, ast.expr] | None) -> bool:
-    slot = _SLOT.match(wanted)
-    if slot is None or isinstance(arg, (ast.keyword, ast.Starred)):
+def _arguments(call: ast.Call) -> list[ast.expr | ast.keyword]:
+    """The arguments in source order, as LibCST lists them (`f(k=1, *a)`)."""
+    return sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
+
+
+def _argument_matches(slot: str, arg: ast.expr | ast.keyword, args: Mapping[str, ast.expr] | None) -> bool:
+    if isinstance(arg, (ast.keyword, ast.Starred)):
         return False
-    if slot["name"] == "_":
+    if slot == "_":
         return True
-    own = args.get(slot["name"]) if args is not None else None
+    own = args.get(slot) if args is not None else None
     return own is not None and ast.dump(own) == ast.dump(arg)

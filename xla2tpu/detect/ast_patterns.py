@@ -2,7 +2,7 @@
 
 The pattern language is patterns.py's. Where the two trees differ:
 - ast has no node for layout, so parentheses, whitespace and the load/store `ctx` are
-  ignored by construction; `u"x"` is `"x"` in both (ast's `kind` field is skipped).
+  ignored by construction; `u"x"` is `"x"` in both.
 - LibCST compares literals by their spelling (`0x1` is not `1`) and a string pattern only
   matches one literal, never an implicit concatenation (`"xla" "_fsdp"`), an f-string or
   bytes. ast folds a concatenation into one Constant and keeps only values, so pass
@@ -12,8 +12,17 @@ The pattern language is patterns.py's. Where the two trees differ:
   through a concatenated string.
 - A literal part of an f-string is a Constant in ast (a `FormattedStringText` in LibCST,
   which no pattern matches): the caller's walk must not offer it, or pass `segment`.
-- `claimed` lists only ast.expr nodes: the operators and `keyword`/`arg` wrappers LibCST
-  also lists are no references, and ast shares one instance of each operator.
+- `x[1, 2]` is one Tuple in ast, two subscript elements in LibCST, and `x[(1, 2)]` one:
+  the unparenthesised tuple (which starts at its first element) counts as its elements.
+- `claimed` lists only ast.expr nodes (not a call's `*args`, a slice `a:b`, an f-string's
+  `{x}`): the operators, `Arg` wrappers and attribute and keyword names LibCST also lists
+  are no expressions in ast (nor references), and ast shares one instance of each operator.
+Left as they are, as no catalogue pattern can meet them: ast keeps a call's keywords apart
+from its positional arguments (`f(k=1, *a)` is `f(*a, k=1)`), makes `a and b and c` one
+BoolOp (LibCST nests two, so `{x} and {y}` matches there), and has no node for one piece
+of an implicit concatenation (LibCST matches `"xla_fsdp_v2"` in `"xla_fsdp_v2" "_x"`);
+LibCST compares an f-string pattern by its raw text and quotes, ast by its parts' values;
+`x[(a), b]` is taken for `x[((a), b)]`.
 """
 
 from __future__ import annotations
@@ -31,8 +40,11 @@ from xla2tpu.patterns import Key, has_slot, placeholders, slot_name
 Resolve = Callable[[ast.expr], "str | None"]
 Segment = Callable[[ast.expr], "str | None"]
 
-# Fields that are not code: the load/store context, and the `u` string prefix.
-_IGNORED = frozenset({"ctx", "kind"})
+# Fields that are not code: the load/store context.
+_IGNORED = frozenset({"ctx"})
+# ast expressions that LibCST does not hold as expressions (a `Slice`, an f-string's
+# `FormattedStringExpression`): not claimed, as LibCST's claims only matter for expressions.
+_NO_EXPRESSION = (ast.Slice, ast.FormattedValue)
 
 
 class AstPattern(NamedTuple):
@@ -75,14 +87,25 @@ def candidate_keys(node: ast.AST) -> tuple[Key, ...]:
 
 @functools.lru_cache(maxsize=512)
 def compile_pattern(text: str) -> AstPattern:
-    tree = ast.parse(placeholders(text).strip(), mode="eval").body
+    tree = ast.parse(_source(text), mode="eval").body
     return AstPattern(text, tree, key_of(tree))
+
+
+@functools.lru_cache(maxsize=512)
+def _source(text: str) -> str:
+    """The Python source a pattern is parsed from: its literals' spelling, for `segment`."""
+    return placeholders(text).strip()
 
 
 def match(pattern: AstPattern, node: ast.AST, resolve: Resolve, segment: Segment | None = None) -> AstMatch | None:
     found = AstMatch({}, [])
-    matcher = _Matcher(placeholders(pattern.text).strip(), resolve, segment, found)
-    return found if matcher.match(pattern.tree, node) else None
+    matcher = _Matcher(pattern.text, resolve, segment, found)
+    if not matcher.match(pattern.tree, node):
+        return None
+    # `f(*a)`: LibCST's Arg holding `*a` is no expression (a `[*a]` element is, as here).
+    arguments = {id(a) for c in found.claimed if isinstance(c, ast.Call) for a in c.args if isinstance(a, ast.Starred)}
+    found.claimed[:] = [c for c in found.claimed if id(c) not in arguments]
+    return found
 
 
 def _slot(node: ast.AST) -> str | None:
@@ -98,8 +121,8 @@ def _qualified(node: ast.AST) -> str | None:
 
 
 class _Matcher:
-    def __init__(self, source: str, resolve: Resolve, segment: Segment | None, found: AstMatch) -> None:
-        self.source = source  # the pattern's own text: its literals' spelling
+    def __init__(self, text: str, resolve: Resolve, segment: Segment | None, found: AstMatch) -> None:
+        self.text = text  # the pattern's text
         self.resolve = resolve
         self.segment = segment
         self.found = found
@@ -112,7 +135,7 @@ class _Matcher:
                 return False
             self.found.slots[slot] = node
             return True
-        if isinstance(node, ast.expr):
+        if isinstance(node, ast.expr) and not isinstance(node, _NO_EXPRESSION):
             self.found.claimed.append(node)
         qualname = _qualified(pattern)
         if qualname is not None:
@@ -121,6 +144,8 @@ class _Matcher:
             return False
         if isinstance(pattern, ast.Constant):
             return self._literal(pattern, node)  # type: ignore[arg-type]
+        if isinstance(pattern, ast.Subscript):  # LibCST: a list of subscript elements
+            return self.match(pattern.value, node.value) and self._same(_elements(pattern.slice), _elements(node.slice))  # type: ignore[attr-defined]
         return all(
             self._same(getattr(pattern, field, None), getattr(node, field, None))
             for field in pattern._fields
@@ -147,7 +172,17 @@ class _Matcher:
         spelled = self.segment(node)
         if isinstance(node.value, (str, bytes)):
             return spelled is not None and _one_literal(spelled)  # LibCST: by value, one literal
-        return spelled == ast.get_source_segment(self.source, pattern)  # LibCST: by spelling
+        return spelled == ast.get_source_segment(_source(self.text), pattern)  # LibCST: by spelling
+
+
+def _elements(index: ast.expr) -> list[ast.expr]:
+    """The elements of a subscript as LibCST has them: `x[1, 2]` has two, `x[(1, 2)]` one
+    tuple (ast makes both a tuple; only the parenthesised one starts before its first element)."""
+    if isinstance(index, ast.Tuple) and index.elts:
+        first = index.elts[0]
+        if (index.lineno, index.col_offset) == (first.lineno, first.col_offset):
+            return index.elts
+    return [index]
 
 
 def _one_literal(text: str) -> bool:
