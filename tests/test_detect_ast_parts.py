@@ -12,7 +12,7 @@ import ast
 import functools
 import io
 import tokenize
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -138,19 +138,21 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     plan = None if tree is None else Plan(tree, canonical, index)
     layout = _parse(decoded, plan)
     result.parsed = True
+    if tree is None:  # LibCST accepted what this Python rejects: findings are made on CPython's tree
+        raise _InputSyntaxError(_python_error(decoded.text))
     module = layout.module
     outline = Outline(layout, plan)
     resolver = ImportResolver(canonical, outline.pruned)
     module.visit(resolver)
 
     text = Positions(decoded.text, tree)
-    scopes = Scopes(tree, canonical) if tree is not None else None
+    scopes = Scopes(tree, canonical)
 
     def rule_pass(facts: Facts) -> tuple[FileContext, cst.Module]:
         ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline, facts, tree, context.defined)
         ctx.diagnostics.extend(_verdict_findings(verdicts, suppressions))
         ctx.diagnostics.extend(found_by_project)
-        found = [] if tree is None or scopes is None else Detector(
+        found = Detector(
             tree, decoded.text, index, scopes, text, settings.target, settings.apply, facts, ctx.env_reads,
             ctx.lazy_imports, ctx.tensor_names).run()
         sites = SiteMap(found, text, suppressions, settings.apply, facts, context.defined, len(ctx.diagnostics))
@@ -182,8 +184,6 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
                     result.diagnostics[index] = dataclasses.replace(diagnostic, fixed=False)
             result.error = "not fixed: this file's whitespace-only lines cannot be kept exactly by the parser; apply the findings by hand"
             return
-        if decoded.tree is None:  # LibCST accepted what this Python rejects: never write it
-            raise _InputSyntaxError(_python_error(decoded.text))
         for part in generated:  # the copied parts are the input's, which parsed
             try:
                 ast.parse(part)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -19,7 +19,7 @@ from xla2tpu.catalogue import Case, Rule
 from xla2tpu.ast_blocks import lazy_imports
 from xla2tpu.call_layout import keep_layout, keep_layouts
 from xla2tpu.arguments import bind, cst_arguments
-from xla2tpu.conditions import Site, applies, explained
+from xla2tpu.conditions import explained
 from xla2tpu.detect.sites import ENV_CALLS, ENV_READERS, ENV_UPDATE, Found, SiteMap, tail
 from xla2tpu.env_reads import variables_read
 from xla2tpu.diagnostics import Diagnostic, FixClass
@@ -85,11 +85,6 @@ class FileContext:
     def lazy_imports(self) -> frozenset[str]:
         """Modules this file imports inside functions only (ast_blocks.lazy_imports)."""
         return lazy_imports(self.tree) if self.tree is not None else frozenset()
-
-    @functools.cached_property
-    def positions(self) -> Positions:
-        """Where LibCST puts the nodes of CPython's tree of the file (see detect/positions.py)."""
-        return Positions(self.source, self.tree)
 
     @functools.cached_property
     def tensor_names(self) -> frozenset[str]:

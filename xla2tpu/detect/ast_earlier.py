@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+from xla2tpu.detect.order import arguments, children
 from xla2tpu.earlier import any_call_matches
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -49,17 +50,7 @@ def _in_source_order(root: ast.AST) -> Iterator[ast.AST]:
         node = stack.pop()
         yield node
         if not isinstance(node, _NESTED):
-            stack.extend(reversed(_children(node)))
-
-
-def _children(node: ast.AST) -> list[ast.AST]:
-    if isinstance(node, ast.Call):  # `f(a, k=b, *c)`: keywords and arguments interleave
-        return [node.func, *_arguments(node)]
-    if isinstance(node, ast.Dict):
-        return [n for key, value in zip(node.keys, node.values) for n in (key, value) if n is not None]
-    if isinstance(node, ast.IfExp):
-        return [node.body, node.test, node.orelse]
-    return list(ast.iter_child_nodes(node))
+            stack.extend(reversed(list(children(node))))
 
 
 def call_next(parents: Sequence[ast.AST], lines: Sequence[str] | None = None) -> list[ast.Call]:
@@ -117,13 +108,8 @@ def matches(
     args: Mapping[str, ast.expr] | None,
 ) -> bool:
     """Whether one of `calls` has the pattern's callee and arguments (earlier.py's docstring)."""
-    calls_ = ((call.func, _arguments(call)) for call in calls)
+    calls_ = ((call.func, arguments(call)) for call in calls)
     return any_call_matches(pattern, calls_, resolve, lambda slot, arg: _argument_matches(slot, arg, args))
-
-
-def _arguments(call: ast.Call) -> list[ast.expr | ast.keyword]:
-    """The arguments in source order, as LibCST lists them (`f(k=1, *a)`)."""
-    return sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
 
 
 def _argument_matches(slot: str, arg: ast.expr | ast.keyword, args: Mapping[str, ast.expr] | None) -> bool:

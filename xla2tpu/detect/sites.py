@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from xla2tpu import templates
@@ -21,6 +21,7 @@ from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, explained
 from xla2tpu.detect.names import dotted_name
+from xla2tpu.detect.order import children
 from xla2tpu.detect.scopes import FUNCTIONS, Scopes, resolve
 from xla2tpu.detect.positions import Positions
 from xla2tpu.layout import groups_of
@@ -143,7 +144,7 @@ class Detector:
         if scope is not None:
             self._scopes.append(scope)
         self._enter(node)
-        for child in _children(node):
+        for child in children(node):
             self._visit(child)
         self._leave(node)
         if scope is not None:
@@ -555,35 +556,6 @@ class _Pair(ast.AST):
         self.end_lineno, self.end_col_offset = value.end_lineno, value.end_col_offset  # type: ignore[attr-defined]
 
 
-def _children(node: ast.AST) -> Iterator[ast.AST]:
-    """Children in source order, where CPython's field order differs from it."""
-    if isinstance(node, ast.Dict):
-        for key, value in zip(node.keys, node.values):
-            if key is not None:
-                yield key
-            yield value
-        return
-    if isinstance(node, ast.Call) and node.keywords and node.args:
-        yield node.func
-        yield from sorted([*node.args, *node.keywords], key=lambda a: (a.lineno, a.col_offset))
-        return
-    if isinstance(node, ast.IfExp):
-        yield node.body
-        yield node.test
-        yield node.orelse
-        return
-    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-        yield node.elt
-        yield from node.generators
-        return
-    if isinstance(node, ast.DictComp):
-        yield node.key
-        yield node.value
-        yield from node.generators
-        return
-    yield from ast.iter_child_nodes(node)
-
-
 _COMPILED: dict[int, dict] = {}
 
 
@@ -657,6 +629,7 @@ class SiteMap:
         for i, site in enumerate(self.found):
             if i not in self._suppressed:
                 self.index[id(site)] = offset + len(self.index)
+        self._order = {id(site): i for i, site in enumerate(self.found)}
         self._demoted: set[int] = set()
         self._settled = 0  # the sites whose arguments' fate is settled, in order
 
@@ -689,7 +662,7 @@ class SiteMap:
         return self._applied(self._position(site))
 
     def _position(self, site: Found) -> int:
-        return next(i for i, other in enumerate(self.found) if other is site)
+        return self._order[id(site)]
 
     def _settle(self, upto: int) -> None:
         """Calls that keep their arguments, in order up to site `upto`, demote the applied

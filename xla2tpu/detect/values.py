@@ -10,6 +10,7 @@ import tokenize
 from collections.abc import Sequence
 
 from xla2tpu.arguments import Argument
+from xla2tpu.detect import order
 
 MISSING = object()
 
@@ -49,11 +50,8 @@ def _concatenated(node: ast.Constant, source_lines: Sequence[str]) -> bool:
 
 def call_arguments(call: ast.Call) -> list[Argument]:
     """The call's arguments in source order, for `conditions.bind`."""
-    arguments: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
-    if call.keywords and call.args:
-        arguments.sort(key=lambda a: (a.lineno, a.col_offset))
     return [
         Argument(a.arg, a.value, a.arg is None, a) if isinstance(a, ast.keyword)
         else Argument(None, a, isinstance(a, ast.Starred), a)
-        for a in arguments
+        for a in order.arguments(call)
     ]
