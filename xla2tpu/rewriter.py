@@ -19,7 +19,7 @@ from xla2tpu.catalogue import Case, Rule
 from xla2tpu.ast_blocks import lazy_imports
 from xla2tpu.call_layout import keep_layout, keep_layouts
 from xla2tpu.arguments import bind, cst_arguments
-from xla2tpu.conditions import explained
+from xla2tpu.conditions import message_of
 from xla2tpu.detect.sites import ENV_CALLS, ENV_READERS, ENV_UPDATE, Found, SiteMap, tail
 from xla2tpu.env_reads import variables_read
 from xla2tpu.diagnostics import Diagnostic, FixClass
@@ -107,12 +107,7 @@ class FileContext:
             return False
         fix = case.fix if fixable else FixClass.MANUAL
         applied = fix is not FixClass.MANUAL and fix in self.settings.apply
-        message = case.message.replace("{source}", source) if "{source}" in case.message else case.message
-        if "{defined}" in message:
-            message = message.replace("{defined}", self.defined.get(".".join(name.split(".")[:4]), "another module"))
-        if note:
-            message = f"{message} ({note})"
-        message = explained(message, case, self.facts)
+        message = message_of(case, self.facts, source, note, name, self.defined)
         self.diagnostics.append(
             Diagnostic(line, col, rule.code, message, fix, applied, where.end.line, where.end.column + 1)
         )

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from xla2tpu import templates
 from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
-from xla2tpu.conditions import Site, applies, choose, explained
+from xla2tpu.conditions import Site, applies, choose, message_of
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import children
 from xla2tpu.detect.scopes import FUNCTIONS, Scopes, resolve
@@ -633,6 +633,12 @@ class SiteMap:
         self._demoted: set[int] = set()
         self._settled = 0  # the sites whose arguments' fate is settled, in order
 
+    @property
+    def undecided(self) -> bool:
+        """Whether a site's fix is a transform's (or a statement template's) that only building
+        it can decide (rewriter.py)."""
+        return any(site.structural and site.fixable for site in self.found)
+
     def holds(self, lines: range) -> bool:
         """Whether a site starts on one of `lines`."""
         position = bisect.bisect_left(self._lines, lines.start)
@@ -692,12 +698,7 @@ class SiteMap:
             if i in self._suppressed:
                 continue
             fix = FixClass.MANUAL if i in self._demoted else site.fix
-            message = site.case.message.replace("{source}", site.source)
-            if "{defined}" in message:
-                message = message.replace("{defined}", self.defined.get(".".join(site.name.split(".")[:4]), "another module"))
-            if site.note:
-                message = f"{message} ({site.note})"
-            message = explained(message, site.case, self.facts)
+            message = message_of(site.case, self.facts, site.source, site.note, site.name, self.defined)
             out.append(Diagnostic(span.start.line, span.start.column + 1, site.rule.code, message, fix,
                                   self._applied(i), span.end.line, span.end.column + 1))
         return out
