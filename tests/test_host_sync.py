@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
-import libcst as cst
-
+from xla2tpu.detect.positions import Positions
 from xla2tpu.lints.host_sync import host_syncs
 
 
 def _found(source: str) -> list[tuple[str, str]]:
-    module = cst.parse_module(textwrap.dedent(source))
-    return [(module.code_for_node(s.node), s.what) for s in host_syncs(module)]
+    source = textwrap.dedent(source)
+    tree = ast.parse(source)
+    positions = Positions(source, tree)
+    return [(positions.code(s.node), s.what) for statement in tree.body for s in host_syncs(statement)]
 
 
 def test_syncs_in_the_step_loop_are_found() -> None:
@@ -96,3 +98,36 @@ def test_a_scheduler_step_is_not_a_training_step() -> None:
                 print(v.item())
         """
     ) == []
+
+
+def test_hits_come_in_source_order() -> None:
+    # CPython's tree lists a class's decorators after its body and a conditional
+    # expression's test first; an `if` test that is itself a sync is found as a test and
+    # as a call (as on the LibCST tree before). A function's decorators, defaults and body
+    # are outside the loop.
+    assert _found(
+        """
+        def train(model, loader, opt):
+            for x in loader:
+                loss = model(x)
+                loss.backward()
+                opt.step()
+                @register(loss.cpu())
+                class Hook:
+                    last = loss.item()
+                    def hook(self, a=loss.item()):
+                        return a.item()
+                y = loss.item() if loss.tolist() else loss.numpy()
+                if loss.item():
+                    print((loss), end="")
+        """
+    ) == [
+        ("loss.cpu()", "`.cpu()`"),
+        ("loss.item()", "`.item()`"),
+        ("loss.item()", "`.item()`"),
+        ("loss.tolist()", "`.tolist()`"),
+        ("loss.numpy()", "`.numpy()`"),
+        ("loss.item()", "`.item()`"),
+        ("loss.item()", "`.item()`"),
+        ("print((loss), end=\"\")", "`print()` of the loss"),
+    ]

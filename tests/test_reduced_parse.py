@@ -104,7 +104,7 @@ def test_a_reduced_module_keeps_the_whole_modules_defaults(path: Path, monkeypat
     except SyntaxError:
         pytest.skip("not Python that CPython accepts")
     monkeypatch.setattr(layout, "_MIN_LEFT_OUT", 0.0)
-    reduced = Layout.reduced_parse(source, tree, lambda text, group: False, lambda text: False)
+    reduced = Layout.reduced_parse(source, tree, lambda text, group: False)
     if reduced is None:
         pytest.skip("not reducible")
     whole = cst.parse_module(source)

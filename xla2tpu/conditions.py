@@ -12,9 +12,10 @@ import libcst as cst
 
 from xla2tpu.catalogue import Case, Condition, Rule
 from xla2tpu.facts import UNKNOWN, Facts
+from xla2tpu.detect import names, values
 from xla2tpu.resolve import dotted_name, matches_any
 
-_MISSING = object()
+_MISSING = values.MISSING
 
 
 @dataclass
@@ -44,50 +45,12 @@ class Site:
     facts: Facts = UNKNOWN  # what the file is (facts.py)
 
 
-def bind(
-    params: Sequence[str], args: Sequence[cst.Arg]
-) -> tuple[dict[str, cst.BaseExpression], dict[str, list[cst.Arg]]] | None:
-    """Map a call's arguments to the legacy callable's parameters, or None if that is unknowable.
-
-    `params` reads like a signature: names after a `*name` entry are keyword-only, the
-    `*name` entry collects the extra positional arguments (under `name` in the second map)
-    and a `**name` entry the extra keyword arguments (under `**name`).
-    """
-    star_at = next((i for i, p in enumerate(params) if p.startswith("*")), len(params))
-    positional = list(params[:star_at])
-    star = params[star_at][1:] if star_at < len(params) and not params[star_at].startswith("**") else None
-    star_kw = next((p for p in params if p.startswith("**")), None)
-    bound: dict[str, cst.BaseExpression] = {}
-    spread: dict[str, list[cst.Arg]] = {name: [] for name in (star, star_kw) if name}
-    index = 0
-    for arg in args:
-        if arg.star:  # *xs / **kw: which parameters they fill is only known at run time
-            return None
-        if arg.keyword is None:
-            if index < len(positional):
-                bound[positional[index]] = arg.value
-                index += 1
-            elif star is not None:
-                spread[star].append(arg)
-            else:
-                return None
-        else:
-            name = arg.keyword.value
-            if name in bound:
-                return None
-            if name in params:
-                bound[name] = arg.value
-            elif star_kw is not None:
-                spread[star_kw].append(arg)
-            else:
-                return None
-    return bound, spread
-
-
 def literal(node: cst.BaseExpression | None) -> object:
     """The Python value of a literal argument (`0`, `True`, `"TPU"`, `-1`), else _MISSING."""
     if node is None:
         return _MISSING
+    if isinstance(node, ast.AST):
+        return values.literal(node)
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
@@ -155,7 +118,8 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = site.facts.get(condition.arg).value in condition.value  # type: ignore[operator]
     elif base == "simple":
         node = site.args.get(condition.arg)  # type: ignore[union-attr]
-        result = node is not None and (dotted_name(node) is not None or literal(node) is not _MISSING)
+        name = names.dotted_name(node) if isinstance(node, ast.AST) else dotted_name(node) if node is not None else None
+        result = node is not None and (name is not None or literal(node) is not _MISSING)
     else:  # pragma: no cover - the catalogue validates condition kinds
         raise ValueError(kind)
     return result != negate

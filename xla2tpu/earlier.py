@@ -14,12 +14,15 @@ A pattern is a qualified callee and its arguments: `torch.manual_seed({seed})`, 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 import libcst as cst
 
 _PATTERN = re.compile(r"^(?P<callee>[\w.|]+)\((?P<args>.*)\)$")  # callee: one name, or a|b
 _SLOT = re.compile(r"^\{(?P<name>\w+)\}$")
+Node = TypeVar("Node")  # a callee, of either tree
+Argument = TypeVar("Argument")  # an argument as its tree has it (cst.Arg, ast.expr / ast.keyword)
 
 
 class _Before(cst.CSTVisitor):
@@ -81,23 +84,35 @@ def matches(
     args: Mapping[str, cst.BaseExpression] | None,
 ) -> bool:
     """Whether one of `calls` has the pattern's callee and arguments (see the module docstring)."""
+    calls_ = ((call.func, call.args) for call in calls)
+    return any_call_matches(pattern, calls_, resolve, lambda slot, arg: _argument_matches(slot, arg, args))
+
+
+def any_call_matches(
+    pattern: str,
+    calls: Iterable[tuple[Node, Sequence[Argument]]],
+    resolve: Callable[[Node], str | None],
+    argument: Callable[[str, Argument], bool],
+) -> bool:
+    """`matches` for calls of any tree: each call is its callee and its arguments in source
+    order; `argument(slot, arg)` says whether `arg` fills the pattern's `{slot}` (`_`: any)."""
     parsed = _PATTERN.match(pattern.strip())
     if parsed is None:
         return False
-    wanted = [a.strip() for a in parsed["args"].split(",")] if parsed["args"].strip() else []
-    for call in calls:
-        if len(call.args) != len(wanted) or resolve(call.func) not in parsed["callee"].split("|"):
+    callees = parsed["callee"].split("|")
+    wanted = [_SLOT.match(a.strip()) for a in parsed["args"].split(",")] if parsed["args"].strip() else []
+    for callee, arguments in calls:
+        if len(arguments) != len(wanted) or resolve(callee) not in callees:
             continue
-        if all(_argument_matches(w, arg, args) for w, arg in zip(wanted, call.args)):
+        if all(slot is not None and argument(slot["name"], arg) for slot, arg in zip(wanted, arguments)):
             return True
     return False
 
 
-def _argument_matches(wanted: str, arg: cst.Arg, args: Mapping[str, cst.BaseExpression] | None) -> bool:
-    slot = _SLOT.match(wanted)
-    if slot is None or arg.keyword is not None or arg.star:
+def _argument_matches(slot: str, arg: cst.Arg, args: Mapping[str, cst.BaseExpression] | None) -> bool:
+    if arg.keyword is not None or arg.star:
         return False
-    if slot["name"] == "_":
+    if slot == "_":
         return True
-    own = args.get(slot["name"]) if args is not None else None
+    own = args.get(slot) if args is not None else None
     return own is not None and own.deep_equals(arg.value)

@@ -18,13 +18,13 @@ the fix's import there too, right before the statement, not at module level.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from collections.abc import Mapping, Sequence
+import ast
+from collections.abc import Iterator, Mapping, Sequence
 
 import libcst as cst
 
 from xla2tpu import templates
+from xla2tpu.detect.scopes import import_targets as ast_import_targets
 from xla2tpu.resolve import Canonicaliser, Scope, import_targets
 
 
@@ -34,19 +34,21 @@ class Speller:
     def __init__(
         self,
         scope: Scope,
-        parents: Sequence[cst.CSTNode],
+        parents: Sequence[object],
         scope_of: Mapping[int, Scope],
         canonical: Canonicaliser,
         lazy: frozenset[str] = frozenset(),
     ) -> None:
         self.scope = scope
         self.lazy = lazy  # modules the file imports inside functions only (ast_blocks.lazy_imports)
-        self.parents = parents  # original ancestors of the site, outermost first, the site last
+        # The site's original ancestors, outermost first, the site last: LibCST's nodes when a
+        # fix is written, CPython's when a finding is detected.
+        self.parents = parents
         self.scope_of = scope_of
         self.canonical = canonical
         self.local_imports: dict[str, None] = {}  # modules to import before `statement`
         self.shadowed: dict[str, None] = {}  # root names that mean something else here
-        self.statement: cst.CSTNode | None = None  # where local imports go
+        self.statement: object | None = None  # where local imports go
 
     def __call__(self, qualname: str) -> tuple[str, str | None]:
         module = templates.explicit_import(qualname)
@@ -103,30 +105,32 @@ class Speller:
         if owner is None or owner.parent is None:
             return True
         for parent, child, own in self._blocks_of(owner):
-            if own and isinstance(parent, (cst.IndentedBlock, cst.Module, cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-                for sibling in parent.body:  # type: ignore[union-attr]
-                    if sibling is child:
-                        break
-                    if self._imports(sibling, name, target):
-                        return True
+            siblings = _statements(parent, child) if own else None
+            for sibling in siblings or ():
+                if sibling is child:
+                    break
+                if self._imports(sibling, name, target):
+                    return True
         return False
 
-    def _imports(self, statement: cst.CSTNode, name: str, target: str) -> bool:
+    def _imports(self, statement: object, name: str, target: str) -> bool:
+        if isinstance(statement, ast.AST):
+            return isinstance(statement, (ast.Import, ast.ImportFrom)) and (name, target) in ast_import_targets(statement, self.canonical)
         smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else [statement]
         return any(
             isinstance(small, (cst.Import, cst.ImportFrom)) and (name, target) in import_targets(small, self.canonical)
             for small in smalls  # type: ignore[union-attr]
         )
 
-    def _statement_in(self, owner: Scope) -> cst.CSTNode | None:
+    def _statement_in(self, owner: Scope) -> object | None:
         """The innermost statement around the site that sits in a block of `owner`'s own
         code, before which an import binds the name for the site; None if there is none."""
         for parent, child, own in self._blocks_of(owner):
-            if isinstance(parent, (cst.IndentedBlock, cst.Module)) and isinstance(child, cst.BaseStatement):
+            if _in_block(parent, child):
                 return child if own else None
         return None
 
-    def _blocks_of(self, owner: Scope) -> Iterator[tuple[cst.CSTNode, cst.CSTNode, bool]]:
+    def _blocks_of(self, owner: Scope) -> Iterator[tuple[object, object, bool]]:
         """(parent, child, whether the parent is code of `owner`'s own scope) around the
         site, innermost first; stops where the walk leaves `owner`'s scope."""
         current = self.scope
@@ -139,3 +143,27 @@ class Speller:
                     return  # left the binding's scope
                 current = inner.parent  # type: ignore[assignment]
             yield parent, child, current is owner
+
+
+# The parents (of either tree) whose statement lists hold a site's statement.
+_CST_LINES = (cst.IndentedBlock, cst.Module, cst.SimpleStatementLine, cst.SimpleStatementSuite)
+_AST_BODIES = ("body", "orelse", "finalbody")
+
+
+def _statements(parent: object, child: object) -> Sequence[object] | None:
+    """The statements `child` is one of, in `parent` (None: `child` is not a statement there).
+    On CPython's tree, `a; b` are siblings in the block, as LibCST's small statements are."""
+    if isinstance(parent, ast.AST):
+        for field in _AST_BODIES:
+            body = getattr(parent, field, None)
+            if isinstance(body, list) and any(item is child for item in body):
+                return body
+        return None
+    return parent.body if isinstance(parent, _CST_LINES) else None  # type: ignore[attr-defined]
+
+
+def _in_block(parent: object, child: object) -> bool:
+    """Whether `child` is a statement of a block of `parent`, where an import may go before it."""
+    if isinstance(parent, ast.AST):
+        return isinstance(child, ast.stmt) and _statements(parent, child) is not None
+    return isinstance(parent, (cst.IndentedBlock, cst.Module)) and isinstance(child, cst.BaseStatement)

@@ -10,7 +10,6 @@ import ast
 import dataclasses
 import re
 import traceback
-from collections.abc import Callable
 
 import libcst as cst
 
@@ -31,7 +30,10 @@ from xla2tpu.prefilter import holds_token, may_hold_idiom
 from xla2tpu.project import EMPTY, Context
 from xla2tpu.project_findings import project_findings
 from xla2tpu.resolve import ImportResolver, UseResolver
-from xla2tpu.rewriter import FileContext, Rewriter, lint_reads
+from xla2tpu.detect.scopes import Scopes
+from xla2tpu.detect.sites import Detector, SiteMap
+from xla2tpu.detect.positions import Positions
+from xla2tpu.rewriter import FileContext, Rewriter
 from xla2tpu.settings import Settings
 from xla2tpu.statements import opening_as_before
 from xla2tpu.wrap import Wrapper
@@ -100,11 +102,11 @@ def _hint(text: str, line: int) -> str:
     return ""
 
 
-def _parse(decoded: Decoded, plan: Plan | None, inspects: Callable[[str], bool]) -> Layout:
+def _parse(decoded: Decoded, plan: Plan | None) -> Layout:
     """The statements of the file that some pass needs, parsed (see layout.py); all of it
     when the reduction does not pay or CPython has no tree of it."""
     if plan is not None:
-        layout = Layout.reduced_parse(decoded.text, decoded.tree, plan.keeps, inspects)
+        layout = Layout.reduced_parse(decoded.text, decoded.tree, plan.keeps)
         if layout is not None:
             return layout
     try:
@@ -134,20 +136,31 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     found_by_project = project_findings(catalogue, selected, settings.target, context, decoded.text, facts, suppressions)
     index = build(catalogue, selected)
     plan = None if tree is None else Plan(tree, canonical, index)
-    lints = [rule for rule in index.lints if lint_reads(rule, settings.target, decoded.text)]
-    layout = _parse(decoded, plan, lambda text: any(lint_reads(rule, settings.target, text) for rule in lints))
+    layout = _parse(decoded, plan)
     result.parsed = True
+    if tree is None:  # LibCST accepted what this Python rejects: findings are made on CPython's tree
+        raise _InputSyntaxError(_python_error(decoded.text))
     module = layout.module
     outline = Outline(layout, plan)
     resolver = ImportResolver(canonical, outline.pruned)
     module.visit(resolver)
 
+    text = Positions(decoded.text, tree)
+    scopes = Scopes(tree, canonical)
+
     def rule_pass(facts: Facts) -> tuple[FileContext, cst.Module]:
         ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline, facts, tree, context.defined)
         ctx.diagnostics.extend(_verdict_findings(verdicts, suppressions))
         ctx.diagnostics.extend(found_by_project)
-        rewriter = Rewriter(ctx, module)
+        found = Detector(
+            tree, decoded.text, index, scopes, text, settings.target, settings.apply, facts, ctx.env_reads,
+            ctx.lazy_imports, ctx.tensor_names).run()
+        sites = SiteMap(found, text, suppressions, settings.apply, facts, context.defined, len(ctx.diagnostics))
+        start = len(ctx.diagnostics)
+        ctx.diagnostics.extend([None] * len(sites.index))  # type: ignore[list-item]  # filled once the fixes are built
+        rewriter = Rewriter(ctx, module, sites)
         new_module = module.visit(rewriter)
+        ctx.diagnostics[start:start + len(sites.index)] = sites.diagnostics()
         if has_matching_import(ctx, canonical):
             new_module = _import_hygiene(ctx, new_module, rewriter.import_tops, canonical, outline)
         return ctx, opening_as_before(add_imports(new_module, ctx.imports_needed), module)
@@ -171,8 +184,6 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
                     result.diagnostics[index] = dataclasses.replace(diagnostic, fixed=False)
             result.error = "not fixed: this file's whitespace-only lines cannot be kept exactly by the parser; apply the findings by hand"
             return
-        if decoded.tree is None:  # LibCST accepted what this Python rejects: never write it
-            raise _InputSyntaxError(_python_error(decoded.text))
         for part in generated:  # the copied parts are the input's, which parsed
             try:
                 ast.parse(part)

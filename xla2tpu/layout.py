@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from xla2tpu.ast_blocks import blocks
+from xla2tpu.detect.positions import NEWLINE, line_starts
 
-_NEWLINE = re.compile(r"\r\n?|\n")
 _EMPTY_LINE = re.compile(r"[ \t\f]*(?:#[^\r\n]*)?(?:\r\n?|\n)?")
 _GAP = "__xla2tpu_gap_"
 _GAP_NAME = re.compile(rf"{_GAP}(\d+)__")
@@ -68,14 +68,6 @@ def groups_of(body: list[ast.stmt]) -> list[Group]:
     return groups
 
 
-def _line_starts(source: str) -> list[int]:
-    """The offset of each line's start, and the end of the source."""
-    bounds = [0, *(match.end() for match in _NEWLINE.finditer(source))]
-    if bounds[-1] != len(source):
-        bounds.append(len(source))
-    return bounds
-
-
 def lines_code(module: cst.Module, lines: Sequence[cst.EmptyLine]) -> str:
     """The code of comment and blank lines (a header, a footer, a statement's leading lines)."""
     return "".join(module.code_for_node(line) for line in lines)
@@ -104,7 +96,7 @@ class Layout:
     @classmethod
     def full(cls, module: cst.Module, source: str, tree: ast.Module | None) -> Layout:
         """The layout of `module`, parsed from all of `source`; `tree` is CPython's tree of it."""
-        bounds = _line_starts(source)
+        bounds = line_starts(source)
         groups = None if tree is None else groups_of(tree.body)
         if groups is not None and len(groups) != len(module.body):
             groups = None
@@ -117,22 +109,21 @@ class Layout:
         texts = [module.code_for_node(statement) for statement in module.body]
         starts = [len(module.header)]
         for text in texts:
-            starts.append(starts[-1] + len(_NEWLINE.findall(text)))
+            starts.append(starts[-1] + len(NEWLINE.findall(text)))
         return cls(module, source, bounds, texts, starts[:-1], known, None, None, False)
 
     @classmethod
-    def reduced_parse(cls, source: str, tree: ast.Module | None, keeps: Callable[[str, Group], bool],
-                      inspects: Callable[[str], bool]) -> Layout | None:
-        """The layout of a parse of the statements that `keeps` (a pass visits them) or
-        `inspects` (a lint reads them) accepts, judged on each chunk's text; None when the
-        reduction would not pay or does not reproduce the source exactly."""
+    def reduced_parse(cls, source: str, tree: ast.Module | None, keeps: Callable[[str, Group], bool]) -> Layout | None:
+        """The layout of a parse of the statements that `keeps` accepts (a pass visits them;
+        lints read CPython's tree), judged on each chunk's text; None when the reduction
+        would not pay or does not reproduce the source exactly."""
         if tree is None or not tree.body or not source.endswith(("\n", "\r")) or _GAP in source:
             return None
-        bounds = _line_starts(source)
+        bounds = line_starts(source)
         groups = groups_of(tree.body)
         ends = [group.last for group in groups[:-1]] + [len(bounds) - 1]
         chunks = [source[bounds[a]:bounds[b]] for a, b in zip([0, *ends], ends)]
-        needed = _needed(chunks, groups, keeps, inspects)
+        needed = _needed(chunks, groups, keeps)
         left_out = sum(len(chunk) for chunk, need in zip(chunks, needed) if not need)
         if left_out < _MIN_LEFT_OUT * len(source):
             return None
@@ -161,12 +152,12 @@ class Layout:
             if needed[unit[0]]:
                 code = module.code_for_node(statement)
                 if number == 0:
-                    line = len(_NEWLINE.findall(pending))
+                    line = len(NEWLINE.findall(pending))
                 texts.append(code)
                 starts.append(line)
                 known.append(groups[unit[0]])
                 pending += code
-                line += len(_NEWLINE.findall(code))
+                line += len(NEWLINE.findall(code))
                 continue
             # A placeholder: what precedes it printed back exactly, and it is only its line.
             if source[expected:start] != pending or module.code_for_node(statement) != f"{_GAP}{number}__\n":
@@ -174,7 +165,7 @@ class Layout:
             texts.append(source[start:end])
             starts.append(line)
             known.append(None)
-            line += len(_NEWLINE.findall(texts[-1]))
+            line += len(NEWLINE.findall(texts[-1]))
             pending, expected = "", end
         if source[expected:] != pending + lines_code(module, module.footer):
             return None
@@ -236,10 +227,9 @@ def _starts(module: cst.Module, source: str, bounds: list[int], groups: list[Gro
     return [*starts, end]
 
 
-def _needed(chunks: list[str], groups: list[Group], keeps: Callable[[str, Group], bool],
-            inspects: Callable[[str], bool]) -> list[bool]:
+def _needed(chunks: list[str], groups: list[Group], keeps: Callable[[str, Group], bool]) -> list[bool]:
     kept = [keeps(chunk, group) for chunk, group in zip(chunks, groups)]
-    needed = [k or inspects(chunk) for k, chunk in zip(kept, chunks)]
+    needed = list(kept)
     # A statement that may be deleted hands its comments to the next one.
     for index, k in enumerate(kept[:-1]):
         if k:

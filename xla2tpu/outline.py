@@ -44,6 +44,7 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 
 from xla2tpu.index import RuleIndex
 from xla2tpu.ast_blocks import blocks
+from xla2tpu.detect.positions import NEWLINE
 from xla2tpu.layout import Group, Layout, assigned_names, groups_of, lines_code
 from xla2tpu.prefilter import holds_token
 from xla2tpu.canonical import PROJECT, Canonicaliser
@@ -195,9 +196,21 @@ class Outline:
             elif not plan.keeps(layout.texts[i], group):
                 self.pruned.add(id(statement))
 
+    def lines(self, statement: cst.CSTNode) -> range:
+        """The lines (1-based) of a top-level statement's text, its leading comments included
+        (none for the module's header and footer lines)."""
+        start = self._offsets.get(id(statement))
+        if start is None:
+            return range(0)
+        return range(start + 1, start + 2 + len(NEWLINE.findall(self._texts[id(statement)])))
+
     def text(self, statement: cst.CSTNode) -> str:
         """The source of a top-level statement of the module."""
         return self._texts[id(statement)]
+
+    def line(self, statement: cst.CSTNode) -> int:
+        """The line (0-based) where the text of a top-level statement of the module starts."""
+        return self._offsets[id(statement)]
 
     def _prune_inside(self, statement: cst.CSTNode, group: Group, plan: Plan, bound: frozenset[str]) -> None:
         """In a kept compound statement, the statements of its body that hold no site, judged

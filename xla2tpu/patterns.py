@@ -31,6 +31,22 @@ _LAYOUT = ("whitespace", "lpar", "rpar", "comma", "semicolon", "equal", "leading
 Key = tuple[str, str]
 
 
+def placeholders(text: str) -> str:
+    """The pattern as parseable Python: each `{name}` slot becomes a placeholder identifier."""
+    return _SLOT.sub(r"__xla2tpu_pattern_\1__", text)
+
+
+def slot_name(identifier: str) -> str | None:
+    """The slot a placeholder identifier stands for, else None."""
+    found = _SLOT_NAME.match(identifier)
+    return found.group(1) if found else None
+
+
+def has_slot(name: str) -> bool:
+    """Whether a dotted name from a pattern goes through a slot (`{x}.is_tpu`)."""
+    return "__xla2tpu_pattern_" in name
+
+
 class Pattern(NamedTuple):
     text: str
     tree: cst.BaseExpression
@@ -55,7 +71,7 @@ def key_of(node: cst.CSTNode) -> Key:
 
 @functools.lru_cache(maxsize=512)
 def compile_pattern(text: str) -> Pattern:
-    tree = cst.parse_expression(_SLOT.sub(r"__xla2tpu_pattern_\1__", text))
+    tree = cst.parse_expression(placeholders(text))
     return Pattern(text, tree, key_of(tree))
 
 
@@ -69,10 +85,7 @@ def candidate_keys(node: cst.CSTNode) -> tuple[Key, ...]:
 
 
 def _slot(node: cst.CSTNode) -> str | None:
-    if isinstance(node, cst.Name):
-        found = _SLOT_NAME.match(node.value)
-        return found.group(1) if found else None
-    return None
+    return slot_name(node.value) if isinstance(node, cst.Name) else None
 
 
 def _qualified(node: cst.CSTNode) -> str | None:
@@ -80,7 +93,7 @@ def _qualified(node: cst.CSTNode) -> str | None:
     if not isinstance(node, cst.Attribute):
         return None
     name = dotted_name(node)
-    return name if name is not None and "__xla2tpu_pattern_" not in name else None
+    return name if name is not None and not has_slot(name) else None
 
 
 class Match(NamedTuple):

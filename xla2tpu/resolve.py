@@ -17,7 +17,7 @@ import libcst as cst
 from xla2tpu.canonical import Canonicaliser
 
 # A binding that is not an import (assignment, parameter, loop target, def, class...).
-_OTHER = "<other>"
+OTHER = "<other>"
 
 
 class Scope:
@@ -75,9 +75,17 @@ class Scope:
     def lookup(self, name: str) -> str | None:
         owner = self.owner(name)
         found = owner.bindings[name] if owner is not None else None
-        if found is not None and len(found) == 1 and _OTHER not in found:
+        if found is not None and len(found) == 1 and OTHER not in found:
             return next(iter(found))
         return None  # ambiguous (shadowed or monkey-patched) or not imported
+
+    def qualify(self, name: str | None) -> str | None:
+        """The qualified name a dotted name (`xm.mark_step`) means here, if its root is imported."""
+        if name is None:
+            return None
+        root, dot, rest = name.partition(".")
+        base = self.lookup(root)
+        return None if base is None else base + dot + rest
 
     def binds(self, name: str) -> bool:
         """True when `name` is visible from this scope at all (import or otherwise)."""
@@ -138,7 +146,7 @@ class ImportResolver(cst.CSTVisitor):
         self._stack.append(scope)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.scope.bind(node.name.value, _OTHER)
+        self.scope.bind(node.name.value, OTHER)
         self._push(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
@@ -151,14 +159,14 @@ class ImportResolver(cst.CSTVisitor):
         self._stack.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.scope.bind(node.name.value, _OTHER)
+        self.scope.bind(node.name.value, OTHER)
         self._push(node, is_class=True)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self._stack.pop()
 
     def visit_Param(self, node: cst.Param) -> None:
-        self.scope.bind(node.name.value, _OTHER)
+        self.scope.bind(node.name.value, OTHER)
 
     def visit_Import(self, node: cst.Import) -> None:
         self.imports.append((node, self.scope))
@@ -171,7 +179,7 @@ class ImportResolver(cst.CSTVisitor):
             # A package-relative name the project model did not resolve only shadows.
             if not isinstance(node.names, cst.ImportStar):
                 for alias in node.names:
-                    self.scope.bind(_bound_name(alias), _OTHER)
+                    self.scope.bind(_bound_name(alias), OTHER)
             return
         for name, target in import_targets(node, self.canonical):
             self.scope.bind(name, target)
@@ -196,7 +204,7 @@ class ImportResolver(cst.CSTVisitor):
         while scope.is_comprehension and scope.parent is not None:
             scope = scope.parent
         if isinstance(node.target, cst.Name):
-            scope.bind(node.target.value, _OTHER)
+            scope.bind(node.target.value, OTHER)
 
     def visit_Del(self, node: cst.Del) -> None:
         self._bind_target(node.target)  # `del x` makes x a local of the scope, like assigning it
@@ -225,7 +233,7 @@ class ImportResolver(cst.CSTVisitor):
 
     def _bind_target(self, target: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
-            self.scope.bind(target.value, _OTHER)
+            self.scope.bind(target.value, OTHER)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._bind_target(element.value)
@@ -281,12 +289,7 @@ def _is_none(node: cst.BaseExpression) -> bool:
 
 def resolve(scope: Scope, node: cst.BaseExpression) -> str | None:
     """The qualified name `node` (a Name/Attribute chain) refers to in `scope`, if imported."""
-    name = dotted_name(node)
-    if name is None:
-        return None
-    root, dot, rest = name.partition(".")
-    base = scope.lookup(root)
-    return None if base is None else base + dot + rest
+    return scope.qualify(dotted_name(node))
 
 
 def matches_any(qualname: str, patterns: Iterable[str]) -> bool:

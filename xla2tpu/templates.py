@@ -12,6 +12,7 @@ when nothing binds them, the root module is reported as an import to add.
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -19,6 +20,7 @@ from typing import NamedTuple, cast
 
 import libcst as cst
 
+from xla2tpu.detect.names import dotted_name as ast_dotted_name
 from xla2tpu.resolve import dotted_name
 
 # Roots a template may name; anything else in a template is a local name or a placeholder.
@@ -150,6 +152,27 @@ def is_statement(template: str) -> bool:
         cst.parse_statement(source)  # neither: a broken template, which must fail loudly
         return True
     return False
+
+
+@functools.lru_cache(maxsize=512)
+def spelled_names(template: str) -> tuple[str, ...]:
+    """The qualified names a rendering of `template` spells (`_Filler._respell`), in order:
+    what decides, before any edit, whether they reach their modules at a site."""
+    names: list[str] = []
+
+    def walk(node: ast.AST, parent: ast.AST | None) -> None:
+        if isinstance(node, ast.Attribute):
+            name = ast_dotted_name(node)
+            if name and name.split(".", 1)[0] in MODULE_ROOTS:
+                names.append(name)
+                return
+        elif isinstance(node, ast.Name) and node.id in MODULE_ROOTS and not isinstance(parent, ast.Attribute):
+            names.append(node.id)
+        for child in ast.iter_child_nodes(node):
+            walk(child, node)
+
+    walk(ast.parse(_compile(template)[0]), None)
+    return tuple(names)
 
 
 def required(template: str) -> set[str]:

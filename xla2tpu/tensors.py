@@ -39,9 +39,27 @@ def known_tensor(node: cst.BaseExpression, resolve: Callable[[cst.BaseExpression
     if isinstance(node, cst.Call):
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in _TENSOR_METHODS:
             return True
-        qualname = resolve(node.func) or ""
-        return qualname.startswith("torch.") and qualname.count(".") == 1 and qualname[6:] in _FACTORIES
+        return _factory(resolve(node.func))
     return False
+
+
+def known_tensor_ast(node: ast.expr, resolve: Callable[[ast.expr], str | None], names: frozenset[str]) -> bool:
+    """`known_tensor` for a node of CPython's tree."""
+    if isinstance(node, ast.Name):
+        return node.id in names
+    if isinstance(node, ast.Attribute):
+        return node.attr in _TENSOR_ATTRIBUTES
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _TENSOR_METHODS:
+            return True
+        return _factory(resolve(node.func))
+    return False
+
+
+def _factory(qualname: str | None) -> bool:
+    """`torch.zeros` and the like: a torch function that makes a new tensor."""
+    qualname = qualname or ""
+    return qualname.startswith("torch.") and qualname.count(".") == 1 and qualname[6:] in _FACTORIES
 
 
 def tensor_names(tree: ast.Module | None) -> frozenset[str]:

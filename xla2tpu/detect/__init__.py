@@ -1,0 +1,1 @@
+"""Rule detection on CPython's ast tree."""

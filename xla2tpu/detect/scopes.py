@@ -1,0 +1,167 @@
+"""What imports bind in each scope, read from CPython's tree (the ast twin of resolve.py's
+ImportResolver, with the same rules: a name bound both by an import and otherwise in one
+scope is ambiguous; binding a name to `None` does not count).
+
+A scope is opened where LibCST's resolver opens it: at a `def` or `class` (its decorators,
+defaults and bases are read inside it), a `lambda` and a comprehension (its first iterable
+too), so that both resolvers give every name the same meaning.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from xla2tpu.canonical import Canonicaliser
+from xla2tpu.detect.names import dotted_name
+from xla2tpu.resolve import OTHER, Scope
+
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Nodes that open a scope of their own.
+SCOPED = (*FUNCTIONS, ast.ClassDef, ast.Lambda, *COMPREHENSIONS)
+
+
+def from_module(node: ast.ImportFrom, canonical: Canonicaliser) -> str | None:
+    """The absolute module a `from` import reads (None: a relative one the project model
+    did not resolve)."""
+    module = node.module or ""
+    if node.level:
+        return canonical.absolute(node.level, module)
+    return module or None
+
+
+def import_targets(node: ast.Import | ast.ImportFrom, canonical: Canonicaliser) -> set[tuple[str, str]]:
+    """(name bound, qualified name it means) for each name an import statement binds."""
+    out: set[tuple[str, str]] = set()
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname is not None:
+                out.add((alias.asname, canonical(alias.name)))
+            else:
+                root = alias.name.split(".", 1)[0]
+                out.add((root, root))
+        return out
+    module = from_module(node, canonical)
+    if module is None:
+        return out
+    for alias in node.names:
+        if alias.name != "*":
+            out.add((alias.asname or alias.name, canonical(f"{module}.{alias.name}")))
+    return out
+
+
+def _is_none(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+class Scopes:
+    """The module's scope and the scope of every node that opens one (by id)."""
+
+    def __init__(self, tree: ast.Module, canonical: Canonicaliser) -> None:
+        self.canonical = canonical
+        self.module = Scope(None)
+        self.of: dict[int, Scope] = {}
+        # Every import statement with the scope it binds in, in source order.
+        self.imports: list[tuple[ast.Import | ast.ImportFrom, Scope]] = []
+        self._walk(tree, self.module)
+
+    def _open(self, node: ast.AST, parent: Scope, is_class: bool = False) -> Scope:
+        scope = Scope(parent, is_class, isinstance(node, COMPREHENSIONS))
+        self.of[id(node)] = scope
+        return scope
+
+    def _walk(self, node: ast.AST, scope: Scope) -> None:
+        # Iterative over siblings, recursive over scopes and statements: deep expression
+        # chains (`a + b + c ...`) stay within Python's recursion limit as the parse did.
+        stack: list[tuple[ast.AST, Scope]] = [(node, scope)]
+        while stack:
+            node, scope = stack.pop()
+            inner = self._bind(node, scope)
+            children = list(ast.iter_child_nodes(node))
+            for child in reversed(children):
+                stack.append((child, inner))
+
+    def _bind(self, node: ast.AST, scope: Scope) -> Scope:
+        """Record what `node` binds in `scope`; the scope its children are read in."""
+        if isinstance(node, FUNCTIONS):
+            scope.bind(node.name, OTHER)
+            inner = self._open(node, scope)
+            self._params(node.args, inner)
+            return inner
+        if isinstance(node, ast.ClassDef):
+            scope.bind(node.name, OTHER)
+            return self._open(node, scope, is_class=True)
+        if isinstance(node, ast.Lambda):
+            inner = self._open(node, scope)
+            self._params(node.args, inner)
+            return inner
+        if isinstance(node, COMPREHENSIONS):
+            return self._open(node, scope)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            self.imports.append((node, scope))
+            if isinstance(node, ast.ImportFrom) and from_module(node, self.canonical) is None:
+                for alias in node.names:  # a package-relative name the project model did not resolve only shadows
+                    if alias.name != "*":
+                        scope.bind(alias.asname or alias.name, OTHER)
+            for name, target in import_targets(node, self.canonical):
+                scope.bind(name, target)
+        elif isinstance(node, ast.Assign):
+            if not _is_none(node.value):
+                for target in node.targets:
+                    self._target(target, scope)
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None and not _is_none(node.value):
+                self._target(node.target, scope)
+        elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension)):
+            self._target(node.target, scope)
+        elif isinstance(node, ast.NamedExpr):
+            # `(x := ...)` in a comprehension binds in the function around it (PEP 572).
+            owner = scope
+            while owner.is_comprehension and owner.parent is not None:
+                owner = owner.parent
+            owner.bind(node.target.id, OTHER)
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                self._target(target, scope)
+        elif isinstance(node, ast.withitem):
+            if node.optional_vars is not None:
+                self._target(node.optional_vars, scope)
+        elif isinstance(node, ast.ExceptHandler):
+            if node.name is not None:
+                scope.bind(node.name, OTHER)
+        elif isinstance(node, ast.Global):
+            for name in node.names:
+                scope.declared[name] = True
+        elif isinstance(node, ast.Nonlocal):
+            for name in node.names:
+                scope.declared[name] = False
+        return scope
+
+    def _params(self, args: ast.arguments, scope: Scope) -> None:
+        for arg in _arguments(args):
+            scope.bind(arg.arg, OTHER)
+
+    def _target(self, target: ast.expr, scope: Scope) -> None:
+        if isinstance(target, ast.Name):
+            scope.bind(target.id, OTHER)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._target(element, scope)
+        elif isinstance(target, ast.Starred):
+            self._target(target.value, scope)
+
+
+def _arguments(args: ast.arguments) -> Iterator[ast.arg]:
+    yield from args.posonlyargs
+    yield from args.args
+    if args.vararg is not None:
+        yield args.vararg
+    yield from args.kwonlyargs
+    if args.kwarg is not None:
+        yield args.kwarg
+
+
+def resolve(scope: Scope, node: ast.AST) -> str | None:
+    """The qualified name `node` (a Name/Attribute chain) refers to in `scope`, if imported."""
+    return scope.qualify(dotted_name(node))

@@ -1,0 +1,703 @@
+"""Every rule site of a module, found and decided on CPython's tree.
+
+Sites: calls (`xm.mark_step()`), references (`torch_xla._XLAC.x`), string arguments
+(`.to("xla")`), environment variable reads and writes (`os.environ["PJRT_DEVICE"]`) and
+expression patterns (`device.type == "xla"`). For each, the case that decides it and
+whether its fix can be made here: the template's arguments are there and the names it
+writes reach their modules (emission.py). A transform's fix, and a statement template's,
+is decided by building it (rewriter.py): such a site is `Decision.structural`.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from xla2tpu import templates
+from xla2tpu.arguments import bind
+from xla2tpu.catalogue import Case, Rule
+from xla2tpu.conditions import Site, applies, choose, explained
+from xla2tpu.detect.names import dotted_name
+from xla2tpu.detect.order import children
+from xla2tpu.detect.scopes import FUNCTIONS, Scopes, resolve
+from xla2tpu.detect.positions import Positions
+from xla2tpu.layout import groups_of
+from xla2tpu.lints import LINTS
+from xla2tpu.detect.values import call_arguments, literal_text
+from xla2tpu.diagnostics import Diagnostic, FixClass
+from xla2tpu.emission import Speller
+from xla2tpu.facts import UNKNOWN, Facts
+from xla2tpu.index import RuleIndex
+from xla2tpu.noqa import Suppressions
+from xla2tpu.resolve import Scope
+
+# Environment APIs whose first argument names a variable: qualified callee -> is a write.
+ENV_CALLS = {
+    "os.environ.setdefault": True,
+    "os.putenv": True,
+    "os.environ.pop": True,
+    "os.unsetenv": True,
+    "os.environ.get": False,
+    "os.getenv": False,
+}
+# torch_xla's own environment readers: the read is reported, and their call rules still run.
+ENV_READERS = ("torch_xla.utils.utils.getenv_as", "torch_xla.utils.utils.check_env_flag")
+ENV_UPDATE = "os.environ.update"
+# Keys and keywords that hold another process's environment (Ray's runtime_env, subprocess).
+OTHER_PROCESS_ENV = frozenset({"env_vars", "env"})
+
+
+@dataclass
+class Found:
+    """One site: the rule and case that decide it, where it is reported, and its fix."""
+
+    rule: Rule
+    case: Case
+    node: ast.AST  # reported at this node's position
+    fixable: bool  # the fix can be made here (before a transform has its say)
+    structural: bool = False  # a transform or statement template: building it decides
+    name: str = ""  # the qualified name (or variable) matched
+    note: str = ""  # why a fix the case would make is withheld here
+    source: str = ""  # `{source}`: the site's code, shortened
+    inner: tuple[int, int] = (0, 0)  # for a call: the findings found in its arguments (indices)
+    keeps_arguments: bool = False  # a call that stays as written, and its arguments with it
+    demoted_inner: bool = False  # ... and it turned applied fixes in its arguments manual
+    category: str = ""  # what kind of node the site is: reference, call, string, pair, subscript, expression, lint
+    form: str = ""  # an expression site's pattern
+
+    @property
+    def fix(self) -> FixClass:
+        return self.case.fix if self.fixable and not self.note else FixClass.MANUAL
+
+
+def short(code: str, limit: int = 60) -> str:
+    flat = " ".join(code.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+@functools.cache
+def uses(rule: Rule, kind: str) -> bool:
+    """Whether a case of `rule` has a condition of `kind` (negated or not): a condition that
+    costs something is worked out only for the rules that ask."""
+    return any(condition.kind in (kind, "not-" + kind) for case in rule.cases for condition in case.when)
+
+
+class Detector:
+    """Walks a module once, in source order, and lists its sites (`found`)."""
+
+    def __init__(self, tree: ast.Module, source: str, index: RuleIndex, scopes: Scopes, positions: Positions,
+                 target: str, apply: frozenset[FixClass], facts: Facts = UNKNOWN, env_reads: frozenset[str] = frozenset(),
+                 lazy: frozenset[str] = frozenset(), tensor_names: frozenset[str] = frozenset()) -> None:
+        self.tree = tree
+        self.source = source
+        self.index = index
+        self.scopes = scopes
+        self.positions = positions
+        self.target = target
+        self.apply = apply  # the fix classes this run applies
+        self.facts = facts
+        self.env_reads = env_reads
+        self.lazy = lazy
+        self.tensor_names = tensor_names
+        self.found: list[Found] = []
+        self._parents: list[ast.AST] = []
+        self._scopes: list[Scope] = [scopes.module]
+        self._skip: set[int] = set()  # Name/Attribute nodes that are not references
+        self._store: set[int] = set()  # references being assigned to or deleted
+        self._owned: set[int] = set()  # callees that a call rule handles
+        self._claimed: set[int] = set()  # nodes an expression pattern covers
+        self._expressions: dict[int, tuple[object, Rule]] = {}
+        self._patterns = _ast_expressions(index)
+        self._pattern_roots = {key[0] for key in self._patterns}
+        self._inner_start: dict[int, int] = {}  # call-rule calls -> the first finding in their arguments
+        self._at: dict[int, Found] = {}  # node -> its site
+
+    # ------------------------------------------------------------------ walking
+    def run(self) -> list[Found]:
+        self._lints()
+        self._visit(self.tree)
+        return self.found
+
+    def _lints(self) -> None:
+        """The lint rules' findings: each lint reads one top-level statement at a time."""
+        rules = [rule for rule in self.index.lints if lint_reads(rule, self.target, self.source)]
+        if not rules:
+            return
+        statements = [(self.positions.lines(group.first, group.last), statement)
+                      for group in groups_of(self.tree.body) for statement in group.nodes]
+        for rule in rules:
+            analyse = LINTS[rule.match[0]]
+            for text, statement in statements:
+                if not lint_reads(rule, self.target, text):
+                    continue
+                for hit in analyse(statement):
+                    self._add("lint", rule, choose(rule.cases, self._site(value=hit.what)), hit.node, False)
+
+    def _visit(self, node: ast.AST) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)):
+            return
+        self._parents.append(node)
+        scope = self.scopes.of.get(id(node))
+        if scope is not None:
+            self._scopes.append(scope)
+        self._enter(node)
+        for child in children(node):
+            self._visit(child)
+        self._leave(node)
+        if scope is not None:
+            self._scopes.pop()
+        self._parents.pop()
+
+    def _enter(self, node: ast.AST) -> None:
+        if self._pattern_roots and id(node) not in self._claimed and type(node).__name__ in self._pattern_roots:
+            self._claim_expression(node)
+        if isinstance(node, ast.Attribute):
+            self._skip.add(id(node.value))
+        elif isinstance(node, (ast.Assign, ast.Delete)):
+            self._store.update(id(target) for target in node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            self._store.add(id(node.target))
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            self._skip.add(id(node.optional_vars))  # `as name`: a binding, not a use
+        elif isinstance(node, ast.Call):
+            qualname = resolve(self.scope, node.func)
+            if qualname is not None and self.index.calls.find(qualname) is not None:
+                self._owned.add(id(node.func))
+                self._inner_start[id(node)] = len(self.found)
+
+    def _leave(self, node: ast.AST) -> None:
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            self._reference(node)
+        elif isinstance(node, ast.Call):
+            self._call(node)
+        elif isinstance(node, ast.Subscript):
+            self._env_subscript(node)
+        elif isinstance(node, ast.Dict):
+            self._other_process_env(node)
+        if id(node) in self._expressions:
+            self._expression(node)
+
+    @property
+    def scope(self) -> Scope:
+        return self._scopes[-1]
+
+    def _parent(self, depth: int = 2) -> ast.AST | None:
+        return self._parents[-depth] if len(self._parents) >= depth else None
+
+    def _code(self, node: ast.AST) -> str:
+        return self.positions.code(node)
+
+    def _speller(self) -> Speller:
+        return Speller(self.scope, list(self._parents), self.scopes.of, self.scopes.canonical, self.lazy)
+
+    def _spell_note(self, names: Sequence[str]) -> str:
+        """Why the fix is withheld when the names it writes do not reach their modules here."""
+        if not names:
+            return ""
+        speller = self._speller()
+        for name in names:
+            speller(name)
+        return speller.note
+
+    # ------------------------------------------------------------------ sites
+    def _site(self, **fields: object) -> Site:
+        return Site(
+            target=self.target,
+            source=self.source,
+            top_level=len(self._scopes) == 1,
+            class_bases=self._class_bases(),
+            facts=self.facts,
+            **fields,  # type: ignore[arg-type]
+        )
+
+    def _choose(self, rule: Rule, site: Site) -> Case | None:
+        return choose(rule.cases, site) if applies(rule, site) else None
+
+    def _add(self, category: str, rule: Rule, case: Case, node: ast.AST, fixable: bool, note: str = "",
+             name: str = "", structural: bool = False, form: str = "") -> Found:
+        source = short(self._code(node)) if "{source}" in case.message else ""
+        found = Found(rule, case, node, fixable, structural, name, note, source, category=category, form=form)
+        self.found.append(found)
+        self._at[id(node)] = found
+        return found
+
+    def _text(self, node: ast.AST) -> str | None:
+        """The string `node` is, as written or as the fix of a reference in it writes it
+        (`xenv.PJRT_DEVICE` -> `"PJRT_DEVICE"`): the sites around it see the fixed code."""
+        found = self._at.get(id(node))
+        if found is not None and found.case.action == "replace" and found.case.template == "{name}":
+            fix = found.fix
+            if fix is not FixClass.MANUAL and fix in self.apply:
+                return found.name.rsplit(".", 1)[-1]
+        return literal_text(node, self.positions.line_texts)
+
+    def _class_bases(self) -> frozenset[str]:
+        """The last names of the bases of the class whose method holds the site."""
+        parents = self._parents
+        for i in range(len(parents) - 1, 0, -1):
+            if isinstance(parents[i], FUNCTIONS):
+                holder = parents[i - 1]
+                if isinstance(holder, ast.ClassDef):
+                    return frozenset((dotted_name(base) or "").rsplit(".", 1)[-1] for base in holder.bases)
+                break
+        return frozenset()
+
+    def _statement(self) -> bool:
+        return isinstance(self._parent(), ast.Expr)
+
+    # ------------------------------------------------------------------ references
+    def _reference(self, node: ast.Name | ast.Attribute) -> None:
+        key = id(node)
+        if key in self._skip or key in self._owned or key in self._claimed:
+            return
+        qualname = resolve(self.scope, node)
+        if qualname is None:
+            return
+        rule = self.index.references.find(qualname)
+        if rule is None:
+            return
+        # Assigning to a name (`xm = None`, `xm.optimizer_step = f`) is not a use of the API,
+        # unless the rule is about a settable attribute (`assignments = true`).
+        store = key in self._store
+        if store and not rule.assignments:
+            return
+        case = self._choose(rule, self._site(name=qualname, store=store))
+        if case is None:
+            return
+        note = ""
+        if case.fixable and case.action == "replace":
+            note = self._spell_note(templates.spelled_names(case.template))
+        elif case.fixable and case.action == "rename":
+            note = self._spell_note([case.template + tail(rule, qualname)])
+        self._add("reference", rule, case, node, case.fixable, note, qualname)
+
+    # ------------------------------------------------------------------ calls
+    def _call(self, node: ast.Call) -> None:
+        if id(node) in self._claimed:
+            return
+        self._string_args(node)
+        qualname = resolve(self.scope, node.func)
+        if qualname is None:
+            return
+        if qualname in ENV_CALLS:
+            self._env_call(qualname, node)
+            return
+        if qualname == ENV_UPDATE:
+            self._env_update(node)
+            return
+        if qualname in ENV_READERS:
+            self._env_call(qualname, node)
+        rule = self.index.calls.find(qualname)
+        if rule is None:
+            return
+        site = self._call_site(rule, qualname, node)
+        case = self._choose(rule, site)
+        start = self._inner_start.pop(id(node), len(self.found))
+        if case is None:
+            return
+        structural = case.action == "transform" or (case.action == "replace" and templates.is_statement(case.template))
+        if structural:
+            fixable = case.fixable and site.args is not None
+        else:
+            fixable = case.fixable and _can_fix(case, site)
+        note = ""
+        if fixable and not structural and case.action == "replace":
+            note = self._spell_note(templates.spelled_names(case.template))
+        found = self._add("call", rule, case, node, fixable, note, qualname, structural)
+        found.inner = (start, len(self.found) - 1)
+        # A structural fix that may be made is decided when it is built (rewriter.py).
+        found.keeps_arguments = not (structural and fixable) and (not fixable or bool(note) or case.fix is FixClass.MANUAL)
+
+    def _call_site(self, rule: Rule, qualname: str, node: ast.Call) -> Site:
+        binding = bind(rule.params, call_arguments(node))
+        args = binding[0] if binding else None
+        parent = self._parent()
+        return self._site(
+            args=args,
+            star_args=binding[1] if binding else {},
+            statement=isinstance(parent, ast.Expr),
+            name=qualname,
+            with_item=isinstance(parent, ast.withitem) and parent.optional_vars is None,
+            after=self._around(rule, node, args, "after"),
+            then=self._around(rule, node, args, "then"),
+            compared=isinstance(parent, ast.Compare),
+            setup_branch=uses(rule, "setup-branch") and self._in_setup_branch(),
+        )
+
+    def _around(self, rule: Rule, node: ast.Call, args: dict | None, kind: str) -> frozenset[str]:
+        """The patterns of `kind` (`after:` / `then:`, earlier.py) that hold at the site."""
+        wanted = {c.arg for case in rule.cases for c in case.when if c.kind.endswith(kind)}
+        if not wanted:
+            return frozenset()
+        from xla2tpu.detect import ast_earlier
+
+        calls = ast_earlier.calls_before(self._parents, node) if kind == "after" else ast_earlier.call_next(self._parents, self.positions.line_texts)
+        scope = self.scope
+        return frozenset(p for p in wanted if ast_earlier.matches(p, calls, lambda n: resolve(scope, n), args))
+
+    def _in_setup_branch(self) -> bool:
+        """Whether the site is in the XLA branch of an `if`/`elif` chain whose other branches
+        create a process group: setup code, where the XLA path never created one."""
+        parents = self._parents
+        for i in range(len(parents) - 2, 0, -1):
+            branch, child = parents[i], parents[i + 1]
+            if not isinstance(branch, ast.If) or not any(s is child for s in branch.body):
+                continue
+            if "xla" not in self._code(branch.test).lower():
+                continue
+            head = i
+            while head > 1 and isinstance(parents[head - 1], ast.If) and parents[head - 1].orelse == [parents[head]]:
+                head -= 1
+            others: list[list[ast.stmt]] = []
+            current: ast.If | None = parents[head]  # type: ignore[assignment]
+            while current is not None:
+                if current is not branch:
+                    others.append(current.body)
+                orelse = current.orelse
+                if len(orelse) == 1 and isinstance(orelse[0], ast.If):
+                    current = orelse[0]
+                else:
+                    if orelse:
+                        others.append(orelse)
+                    current = None
+            return any("init_process_group" in _block_code(self.positions, block) for block in others)
+        return False
+
+    # ------------------------------------------------------------------ string arguments
+    def _string_args(self, node: ast.Call) -> None:
+        if not self.index.string_args:
+            return
+        callee: str | None = None
+        func = node.func
+        method = func.attr if isinstance(func, ast.Attribute) else ""
+        arguments = call_arguments(node)
+        for position, argument in enumerate(arguments):
+            if argument.star:
+                continue
+            text = self._text(argument.value)
+            if text is None:
+                continue
+            for rule in self.index.string_args:
+                if rule.pattern is not None and not rule.pattern.fullmatch(text):
+                    continue
+                if callee is None:
+                    callee = resolve(self.scope, func) or ""
+                if not any(_site_hit(site, callee, method, position, argument.keyword) for site in rule.sites):
+                    continue
+                # A rule's `params` bind the enclosing call's arguments, for argument conditions
+                # (`torch.device("xla", i)`: the index beside the string).
+                binding = bind(rule.params, arguments) if rule.params else None
+                case = self._choose(rule, self._site(value=text, name=callee, args=binding[0] if binding else None))
+                if case is None:
+                    continue
+                self._add("string", rule, case, argument.value, case.fixable)
+                break
+
+    # ------------------------------------------------------------------ environment variables
+    def _env_call(self, qualname: str, node: ast.Call) -> None:
+        arguments = call_arguments(node)
+        if not arguments:
+            return
+        variable = self._text(arguments[0].value)
+        rule = self.index.env.get(variable) if variable else None
+        if rule is None or variable is None:
+            return
+        write = ENV_CALLS.get(qualname, False)
+        value = self._text(arguments[1].value) if write and len(arguments) > 1 else None
+        statement = self._statement()
+        case = self._env_case(rule, variable, write, value, statement)
+        if case is not None:
+            self._add("call", rule, case, node, case.fixable and (case.action != "delete" or statement), name=variable)
+
+    def _env_update(self, node: ast.Call) -> None:
+        """`os.environ.update({"A": "1", ...})` / `update(A="1")`: each variable is a write of its own."""
+        arguments = call_arguments(node)
+        entries: list[tuple[str | None, ast.expr, ast.AST]] = []  # (variable, value, where)
+        if len(arguments) == 1 and arguments[0].keyword is None and isinstance(arguments[0].value, ast.Dict):
+            dictionary = arguments[0].value
+            for key, value in zip(dictionary.keys, dictionary.values):
+                if key is not None:
+                    entries.append((self._text(key), value, _Pair(key, value)))
+        else:
+            entries = [(a.keyword, a.value, a.node) for a in arguments if a.keyword is not None and not a.star]
+        for variable, value, where in entries:
+            rule = self.index.env.get(variable) if variable else None
+            case = self._env_case(rule, variable, True, self._text(value), True) if rule else None  # type: ignore[arg-type]
+            if rule is not None and case is not None:
+                self._add("pair", rule, case, where, case.fixable)
+
+    def _other_process_env(self, node: ast.Dict) -> None:
+        """The environment of another process: `{"env_vars": {"XLA_USE_BF16": "1"}}` (a Ray
+        `runtime_env`), `env={...}` / `env_vars={...}`: reported, never rewritten here."""
+        parent = self._parent()
+        key = None
+        if isinstance(parent, ast.Dict):
+            for k, v in zip(parent.keys, parent.values):
+                if v is node and k is not None:
+                    key = literal_text(k, self.positions.line_texts)
+        elif isinstance(parent, ast.keyword):
+            key = parent.arg
+        if key not in OTHER_PROCESS_ENV or not self.index.env:
+            return
+        for k, value in zip(node.keys, node.values):
+            variable = literal_text(k, self.positions.line_texts) if k is not None else None
+            rule = self.index.env.get(variable) if variable else None
+            case = self._env_case(rule, variable, True, literal_text(value, self.positions.line_texts), False) if rule else None  # type: ignore[arg-type]
+            if rule is not None and case is not None:
+                note = f"set in the `{key}` of another process: change it where that process is launched"
+                self._add("pair", rule, case, _Pair(k, value), False, note)  # type: ignore[arg-type]
+
+    def _env_case(self, rule: Rule, variable: str, write: bool, value: str | None, statement: bool) -> Case | None:
+        read_back = write and variable in self.env_reads
+        site = self._site(value=value, statement=statement, name=variable, read_back=read_back)
+        if not applies(rule, site):
+            return None
+        # Reads are never rewritten: pick the first manual case written for reads, if any.
+        # Nor is a write the file reads back: it is the input of that read.
+        if not write or read_back:
+            reads = [c for c in rule.cases if c.fix is FixClass.MANUAL]
+            return choose(reads or rule.cases, site)
+        return choose(rule.cases, site)
+
+    def _env_subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.slice, (ast.Tuple, ast.Slice)):
+            return
+        variable = self._text(node.slice)
+        rule = self.index.env.get(variable) if variable else None
+        if rule is None or variable is None or resolve(self.scope, node.value) != "os.environ":
+            return
+        parent = self._parent()
+        assign = parent if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.targets[0] is node else None
+        write = id(node) in self._store
+        value = self._text(assign.value) if assign is not None else None
+        case = self._env_case(rule, variable, write, value, assign is not None)
+        if case is not None:
+            self._add("subscript", rule, case, node, case.fixable and (case.action != "delete" or assign is not None))
+
+    # ------------------------------------------------------------------ expression patterns
+    def _claim_expression(self, node: ast.AST) -> None:
+        from xla2tpu.detect import ast_patterns
+
+        scope = self.scope
+        for key in ast_patterns.candidate_keys(node):
+            for pattern, rule in self._patterns.get(key, ()):
+                found = ast_patterns.match(pattern, node, lambda n: resolve(scope, n), self._code)
+                if found is None or not applies(rule, self._site(form=pattern.text, store=id(node) in self._store)):
+                    continue
+                self._expressions[id(node)] = (pattern, rule)
+                # The pattern's own names and calls belong to this rule, not to call/reference rules.
+                self._claimed.update(id(claimed) for claimed in found.claimed)
+                return
+
+    def _expression(self, node: ast.AST) -> None:
+        from xla2tpu.detect import ast_patterns
+
+        pattern, rule = self._expressions.pop(id(node))
+        scope = self.scope
+        found = ast_patterns.match(pattern, node, lambda n: resolve(scope, n), self._code)  # type: ignore[arg-type]
+        slots = found.slots if found is not None else {}
+        site = self._site(
+            args=slots if found is not None else None,
+            tensors=self._tensor_slots(rule, slots),
+            form=pattern.text,  # type: ignore[attr-defined]
+            store=id(node) in self._store,
+            statement=self._statement(),
+        )
+        case = choose(rule.cases, site)
+        fixable = case.fixable and _can_fix(case, site)
+        note = self._spell_note(templates.spelled_names(case.template)) if fixable and case.template else ""
+        self._add("expression", rule, case, node, fixable, note, form=pattern.text)  # type: ignore[attr-defined]
+
+    def _tensor_slots(self, rule: Rule, slots: dict[str, ast.expr]) -> frozenset[str]:
+        if not uses(rule, "tensor"):
+            return frozenset()
+        from xla2tpu.tensors import known_tensor_ast
+
+        scope = self.scope
+        return frozenset(
+            slot for slot, node in slots.items()
+            if known_tensor_ast(node, lambda n: resolve(scope, n), self.tensor_names)
+        )
+
+
+def lint_reads(rule: Rule, target: str, text: str) -> bool:
+    """Whether lint `rule` may find something in `text`: a file, or one top-level statement.
+
+    Its `when` read against one statement's text: the gates a lint's rule sets (a training
+    step, say) skip the statements it would find nothing in.
+    """
+    return applies(rule, Site(target=target, source=text, top_level=True))
+
+
+def _key(category: str, where: object) -> tuple:
+    return (category, where.start.line, where.start.column, where.end.line, where.end.column)  # type: ignore[attr-defined]
+
+
+def _block_code(positions: Positions, block: Sequence[ast.stmt]) -> str:
+    """The source lines of a block of statements, comments between them included."""
+    first = min([block[0].lineno, *(d.lineno for d in getattr(block[0], "decorator_list", ()))])
+    return positions.lines(first, block[-1].end_lineno or block[-1].lineno)
+
+
+class _Pair(ast.AST):
+    """A dictionary entry or keyword argument as one node, for its position: CPython's tree
+    has no node for `"A": "1"`."""
+
+    _fields = ("key", "value")
+
+    def __init__(self, key: ast.AST, value: ast.AST) -> None:
+        super().__init__()
+        self.key = key
+        self.value = value
+        self.lineno, self.col_offset = key.lineno, key.col_offset  # type: ignore[attr-defined]
+        self.end_lineno, self.end_col_offset = value.end_lineno, value.end_col_offset  # type: ignore[attr-defined]
+
+
+_COMPILED: dict[int, dict] = {}
+
+
+def _ast_expressions(index: RuleIndex) -> dict:
+    """The index's expression patterns, compiled for CPython's tree, by key (indexes are
+    built once per selection and kept: index.build is cached)."""
+    if not index.expressions:
+        return {}
+    if id(index) not in _COMPILED:
+        from xla2tpu.detect import ast_patterns
+
+        table: dict = {}
+        for rules in index.expressions.values():
+            for pattern, rule in rules:
+                compiled = ast_patterns.compile_pattern(pattern.text)
+                table.setdefault(compiled.key, []).append((compiled, rule))
+        _COMPILED[id(index)] = table
+    return _COMPILED[id(index)]
+
+
+def _can_fix(case: Case, site: Site) -> bool:
+    if case.action == "delete":
+        return site.statement
+    if case.action == "replace":
+        if site.args is None:
+            return False
+        return templates.required(case.template) <= set(site.args)
+    return True
+
+
+def tail(rule: Rule, qualname: str) -> str:
+    """What a rename keeps: `.X` of `em.EagerMode.X` when the rule matched `...EagerMode.*`."""
+    bases = [p[:-2] for p in rule.match if p.endswith(".*") and qualname.startswith(p[:-1])]
+    return qualname[len(max(bases, key=len)):] if bases and qualname not in rule.match else ""
+
+
+def _site_hit(site, callee: str, method: str, position: int, keyword: str | None) -> bool:  # type: ignore[no-untyped-def]
+    if site.calls and callee not in site.calls:
+        return False
+    if site.method and site.method != method:
+        return False
+    if site.keyword:
+        return keyword == site.keyword
+    if site.position is not None:
+        return keyword is None and position == site.position
+    return False
+
+
+
+class SiteMap:
+    """The sites of a file by where they are, and what became of their fixes: which are
+    applied (their class is one the run applies, no noqa comment suppresses them), which
+    a transform refused when it was built (then manual), which calls keep their arguments
+    as written (then the applied fixes in those arguments become manual too)."""
+
+    def __init__(self, found: Sequence[Found], positions: Positions, suppressions: Suppressions,
+                 apply: frozenset[FixClass], facts: Facts, defined: Mapping[str, str], offset: int = 0) -> None:
+        self.found = list(found)
+        self.apply = apply
+        self.facts = facts
+        self.defined = defined
+        self._spans = [positions.where(site.node) for site in self.found]
+        self._at: dict[tuple, list[int]] = {}
+        for i, (site, span) in enumerate(zip(self.found, self._spans)):
+            self._at.setdefault(_key(site.category, span), []).append(i)
+        self._lines = sorted({span.start.line for span in self._spans})
+        self._suppressed = {i for i, (site, span) in enumerate(zip(self.found, self._spans))
+                            if suppressions.suppressed(span.start.line, site.rule.code)}
+        # id(site) -> its finding's index in the file's findings (`offset`: those before them)
+        self.index: dict[int, int] = {}
+        for i, site in enumerate(self.found):
+            if i not in self._suppressed:
+                self.index[id(site)] = offset + len(self.index)
+        self._order = {id(site): i for i, site in enumerate(self.found)}
+        self._demoted: set[int] = set()
+        self._settled = 0  # the sites whose arguments' fate is settled, in order
+
+    def holds(self, lines: range) -> bool:
+        """Whether a site starts on one of `lines`."""
+        position = bisect.bisect_left(self._lines, lines.start)
+        return position < len(self._lines) and self._lines[position] < lines.stop
+
+    def at(self, category: str, where: object, kind: str = "") -> Found | None:
+        """The site of `category` (and rule kind) spanning `where` (`.start`/`.end` with
+        `.line` and `.column`, as LibCST's positions have them)."""
+        for i in self._at.get(_key(category, where), ()):
+            if not kind or self.found[i].rule.kind == kind:
+                return self.found[i]
+        return None
+
+    def refuse(self, site: Found, note: str = "") -> None:
+        """A transform could not build the site's fix (`note`: the names it needs do not
+        reach their modules here): it is manual, its call stays as written."""
+        site.fixable = site.fixable and bool(note)
+        site.note = note
+        site.keeps_arguments = True
+
+    def _applied(self, i: int) -> bool:
+        site = self.found[i]
+        fix = site.fix
+        return i not in self._suppressed and i not in self._demoted and fix is not FixClass.MANUAL and fix in self.apply
+
+    def applied(self, site: Found) -> bool:
+        return self._applied(self._position(site))
+
+    def _position(self, site: Found) -> int:
+        return self._order[id(site)]
+
+    def _settle(self, upto: int) -> None:
+        """Calls that keep their arguments, in order up to site `upto`, demote the applied
+        fixes in those arguments (inner calls first, as the edits run)."""
+        while self._settled <= upto:
+            site = self.found[self._settled]
+            if site.keeps_arguments:
+                inner = [i for i in range(*site.inner) if self._applied(i)]
+                self._demoted.update(inner)
+                site.demoted_inner = bool(inner)
+            self._settled += 1
+
+    def keeps_arguments(self, site: Found) -> bool:
+        self._settle(self._position(site))
+        return site.keeps_arguments
+
+    def inner_fixed(self, site: Found) -> bool:
+        """Whether the call's arguments held applied fixes, now demoted (see _settle)."""
+        self._settle(self._position(site))
+        return site.demoted_inner
+
+    def diagnostics(self) -> list[Diagnostic]:
+        """The findings of the sites, as the user sees them (FileContext.report's rules)."""
+        self._settle(len(self.found) - 1)
+        out: list[Diagnostic] = []
+        for i, (site, span) in enumerate(zip(self.found, self._spans)):
+            if i in self._suppressed:
+                continue
+            fix = FixClass.MANUAL if i in self._demoted else site.fix
+            message = site.case.message.replace("{source}", site.source)
+            if "{defined}" in message:
+                message = message.replace("{defined}", self.defined.get(".".join(site.name.split(".")[:4]), "another module"))
+            if site.note:
+                message = f"{message} ({site.note})"
+            message = explained(message, site.case, self.facts)
+            out.append(Diagnostic(span.start.line, span.start.column + 1, site.rule.code, message, fix,
+                                  self._applied(i), span.end.line, span.end.column + 1))
+        return out

@@ -1,0 +1,57 @@
+"""What a condition reads of an argument on CPython's tree: its literal value, its text as a
+plain string, and which parameter each argument of a call binds (conditions.py's `literal`,
+`literal_text` and `bind`, for `ast` nodes)."""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from collections.abc import Sequence
+
+from xla2tpu.arguments import Argument
+from xla2tpu.detect import order
+
+MISSING = object()
+
+
+def literal(node: ast.AST | None) -> object:
+    """The Python value of a literal argument (`0`, `True`, `"TPU"`, `-1`), else MISSING."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return MISSING if value is Ellipsis or isinstance(value, complex) else value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = literal(node.operand)
+        return -inner if isinstance(inner, (int, float)) and not isinstance(inner, bool) else MISSING
+    return MISSING
+
+
+def literal_text(node: ast.AST, source_lines: Sequence[str]) -> str | None:
+    """The text of one plain string literal (not bytes, an f-string, or `"a" "b"`), else None."""
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+        return None
+    if node.lineno != node.end_lineno or _concatenated(node, source_lines):
+        return None
+    return node.value
+
+
+def _concatenated(node: ast.Constant, source_lines: Sequence[str]) -> bool:
+    """Whether the literal is written as several strings (CPython's tree joins them)."""
+    line = source_lines[node.lineno - 1].encode()
+    text = line[node.col_offset:node.end_col_offset].decode(errors="replace")
+    if text[-1:] not in ("'", '"') or text.count(text[-1]) <= 2 and not text.endswith(text[-1] * 3):
+        return False  # one pair of quotes: one literal
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.STRING]
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return len(tokens) != 1
+
+
+def call_arguments(call: ast.Call) -> list[Argument]:
+    """The call's arguments in source order, for `conditions.bind`."""
+    return [
+        Argument(a.arg, a.value, a.arg is None, a) if isinstance(a, ast.keyword)
+        else Argument(None, a, isinstance(a, ast.Starred), a)
+        for a in order.arguments(call)
+    ]
