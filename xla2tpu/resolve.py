@@ -79,6 +79,14 @@ class Scope:
             return next(iter(found))
         return None  # ambiguous (shadowed or monkey-patched) or not imported
 
+    def qualify(self, name: str | None) -> str | None:
+        """The qualified name a dotted name (`xm.mark_step`) means here, if its root is imported."""
+        if name is None:
+            return None
+        root, dot, rest = name.partition(".")
+        base = self.lookup(root)
+        return None if base is None else base + dot + rest
+
     def binds(self, name: str) -> bool:
         """True when `name` is visible from this scope at all (import or otherwise)."""
         return self.owner(name) is not None
@@ -281,12 +289,7 @@ def _is_none(node: cst.BaseExpression) -> bool:
 
 def resolve(scope: Scope, node: cst.BaseExpression) -> str | None:
     """The qualified name `node` (a Name/Attribute chain) refers to in `scope`, if imported."""
-    name = dotted_name(node)
-    if name is None:
-        return None
-    root, dot, rest = name.partition(".")
-    base = scope.lookup(root)
-    return None if base is None else base + dot + rest
+    return scope.qualify(dotted_name(node))
 
 
 def matches_any(qualname: str, patterns: Iterable[str]) -> bool:

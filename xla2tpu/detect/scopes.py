@@ -190,12 +190,7 @@ def _arguments(args: ast.arguments) -> Iterator[ast.arg]:
 
 def resolve(scope: Scope, node: ast.AST) -> str | None:
     """The qualified name `node` (a Name/Attribute chain) refers to in `scope`, if imported."""
-    name = dotted_name(node)
-    if name is None:
-        return None
-    root, dot, rest = name.partition(".")
-    base = scope.lookup(root)
-    return None if base is None else base + dot + rest
+    return scope.qualify(dotted_name(node))
 
 
 def annotation_names(node: ast.AST) -> Iterator[str]:
