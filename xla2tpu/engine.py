@@ -148,23 +148,24 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     imports = import_sites(tree, scopes, index)
     env_reads, lazy, tensors = variables_read(decoded.text), lazy_imports(tree), tensor_names(tree)
 
+    plan = Plan(tree, canonical, index)
+
     def detect(facts: Facts) -> SiteMap:
         found = Detector(tree, decoded.text, index, scopes, positions, settings.target, settings.apply, facts,
-                         env_reads, lazy, tensors).run()
+                         env_reads, lazy, tensors).run(plan.matches)
         return SiteMap(found, positions, suppressions, settings.apply, facts, context.defined, len(prefix))
 
     # A file no fix rewrites, and with no transform to try (building one decides whether it
     # can be made), is judged on CPython's tree alone: LibCST never parses it.
-    sites = detect(facts)
-    found_sites = sites.diagnostics()
-    if not sites.undecided and not any(d.fixed for d in found_sites):
+    first = detect(facts)
+    found_sites = first.diagnostics()
+    if not first.undecided and not any(d.fixed for d in found_sites):
         unchanged = unchanged_findings(imports, scopes, positions, suppressions, settings.apply, settings.target,
                                        decoded.text, facts)
         if unchanged is not None:
             result.diagnostics = sorted([*prefix, *found_sites, *unchanged])
             result.encoding = decoded.encoding
             return
-    plan = Plan(tree, canonical, index)
     layout = _parse(decoded, plan)
     result.parsed = True
     module = layout.module
@@ -173,10 +174,9 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     module.visit(resolver)
     by_alias = {(w.start.line, w.start.column): site for site in imports for w in (positions.where(site.alias),)}
 
-    def rule_pass(facts: Facts) -> tuple[FileContext, cst.Module]:
+    def rule_pass(facts: Facts, sites: SiteMap) -> tuple[FileContext, cst.Module]:
         ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline, facts, tree, context.defined)
         ctx.diagnostics.extend(prefix)
-        sites = detect(facts)
         ctx.diagnostics.extend([None] * len(sites.index))  # type: ignore[list-item]  # filled once the fixes are built
         rewriter = Rewriter(ctx, module, sites)
         new_module = module.visit(rewriter)
@@ -185,11 +185,11 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
             new_module = _import_hygiene(ctx, new_module, rewriter.import_tops, by_alias, canonical, outline)
         return ctx, opening_as_before(add_imports(new_module, ctx.imports_needed), module)
 
-    ctx, new_module = rule_pass(facts)
+    ctx, new_module = rule_pass(facts, first.again())
     launch = _migrated_launch(ctx, facts, catalogue)
     if launch is not None:  # the workers now join a process group: rank and collective fixes are exact
         facts = result.facts = dataclasses.replace(facts, processes=launch)
-        ctx, new_module = rule_pass(facts)
+        ctx, new_module = rule_pass(facts, detect(facts))
     result.diagnostics = sorted(ctx.findings())
     result.encoding = decoded.encoding
     if not any(diagnostic.fixed for diagnostic in ctx.diagnostics):
