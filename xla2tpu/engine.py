@@ -16,9 +16,8 @@ import libcst as cst
 
 from xla2tpu import catalogue as catalogue_mod
 from xla2tpu import prechecks
-from xla2tpu.ast_blocks import imported_modules, lazy_imports
+from xla2tpu.ast_blocks import imported_modules
 from xla2tpu.env_reads import variables_read
-from xla2tpu.tensors import tensor_names
 from xla2tpu.decode import DecodeError, Decoded, decode
 from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
 from xla2tpu.facts import OTHER_HARDWARE_MODULES, Fact, Facts
@@ -146,13 +145,13 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     positions = Positions(decoded.text, tree)
     scopes = Scopes(tree, canonical)
     imports = import_sites(tree, scopes, index)
-    env_reads, lazy, tensors = variables_read(decoded.text), lazy_imports(tree), tensor_names(tree)
+    env_reads = variables_read(decoded.text)
 
     plan = Plan(tree, canonical, index)
 
     def detect(facts: Facts) -> SiteMap:
         found = Detector(tree, decoded.text, index, scopes, positions, settings.target, settings.apply, facts,
-                         env_reads, lazy, tensors).run(plan.matches)
+                         env_reads).run(plan.matches)
         return SiteMap(found, positions, suppressions, settings.apply, facts, context.defined, len(prefix))
 
     # A file no fix rewrites, and with no transform to try (building one decides whether it

@@ -21,6 +21,8 @@ from xla2tpu import templates
 from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, message_of
+from xla2tpu.ast_blocks import lazy_imports
+from xla2tpu.detect import ast_earlier, ast_patterns
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import children
 from xla2tpu.detect.scopes import FUNCTIONS, Scopes, resolve
@@ -34,6 +36,7 @@ from xla2tpu.facts import UNKNOWN, Facts
 from xla2tpu.index import RuleIndex
 from xla2tpu.noqa import Suppressions
 from xla2tpu.resolve import Scope
+from xla2tpu.tensors import known_tensor_ast, tensor_names
 
 # Environment APIs whose first argument names a variable: qualified callee -> is a write.
 ENV_CALLS = {
@@ -98,8 +101,8 @@ class Detector:
     """Walks a module once, in source order, and lists its sites (`found`)."""
 
     def __init__(self, tree: ast.Module, source: str, index: RuleIndex, scopes: Scopes, positions: Positions,
-                 target: str, apply: frozenset[FixClass], facts: Facts = UNKNOWN, env_reads: frozenset[str] = frozenset(),
-                 lazy: frozenset[str] = frozenset(), tensor_names: frozenset[str] = frozenset()) -> None:
+                 target: str, apply: frozenset[FixClass], facts: Facts = UNKNOWN,
+                 env_reads: frozenset[str] = frozenset()) -> None:
         self.tree = tree
         self.source = source
         self.index = index
@@ -109,8 +112,6 @@ class Detector:
         self.apply = apply  # the fix classes this run applies
         self.facts = facts
         self.env_reads = env_reads
-        self.lazy = lazy
-        self.tensor_names = tensor_names
         self.found: list[Found] = []
         self._parents: list[ast.AST] = []
         self._scopes: list[Scope] = [scopes.module]
@@ -196,6 +197,17 @@ class Detector:
             self._other_process_env(node)
         if id(node) in self._expressions:
             self._expression(node)
+
+    # What only some sites ask about, worked out when one does (each walks the whole tree).
+    @functools.cached_property
+    def lazy(self) -> frozenset[str]:
+        """Modules the file imports inside functions only (ast_blocks.lazy_imports)."""
+        return lazy_imports(self.tree)
+
+    @functools.cached_property
+    def tensor_names(self) -> frozenset[str]:
+        """Names the file binds only to tensors (tensors.py)."""
+        return tensor_names(self.tree)
 
     @property
     def scope(self) -> Scope:
@@ -349,8 +361,6 @@ class Detector:
         wanted = {c.arg for case in rule.cases for c in case.when if c.kind.endswith(kind)}
         if not wanted:
             return frozenset()
-        from xla2tpu.detect import ast_earlier
-
         calls = ast_earlier.calls_before(self._parents, node) if kind == "after" else ast_earlier.call_next(self._parents, self.positions.line_texts)
         scope = self.scope
         return frozenset(p for p in wanted if ast_earlier.matches(p, calls, lambda n: resolve(scope, n), args))
@@ -497,8 +507,6 @@ class Detector:
 
     # ------------------------------------------------------------------ expression patterns
     def _claim_expression(self, node: ast.AST) -> None:
-        from xla2tpu.detect import ast_patterns
-
         scope = self.scope
         for key in ast_patterns.candidate_keys(node):
             for pattern, rule in self._patterns.get(key, ()):
@@ -511,8 +519,6 @@ class Detector:
                 return
 
     def _expression(self, node: ast.AST) -> None:
-        from xla2tpu.detect import ast_patterns
-
         pattern, rule = self._expressions.pop(id(node))
         scope = self.scope
         found = ast_patterns.match(pattern, node, lambda n: resolve(scope, n), self._code)  # type: ignore[arg-type]
@@ -533,8 +539,6 @@ class Detector:
     def _tensor_slots(self, rule: Rule, slots: dict[str, ast.expr]) -> frozenset[str]:
         if not uses(rule, "tensor"):
             return frozenset()
-        from xla2tpu.tensors import known_tensor_ast
-
         scope = self.scope
         return frozenset(
             slot for slot, node in slots.items()
@@ -584,8 +588,6 @@ def _ast_expressions(index: RuleIndex) -> dict:
     if not index.expressions:
         return {}
     if id(index) not in _COMPILED:
-        from xla2tpu.detect import ast_patterns
-
         table: dict = {}
         for rules in index.expressions.values():
             for pattern, rule in rules:
