@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -144,6 +144,19 @@ def facts_behind(case: Case, facts: Facts) -> list[str]:
     """The facts a case's positive `fact:` conditions test, described with their evidence:
     a finding decided by a fact names it, so the user sees why a fix was withheld."""
     return [facts.get(c.arg).describe() for c in case.when if c.kind == "fact"]
+
+
+def message_of(case: Case, facts: Facts, source: str = "", note: str = "", name: str = "",
+               defined: Mapping[str, str] | None = None) -> str:
+    """A finding's message: the case's, with the site's code (`{source}`), where a project
+    probe is defined (`{defined}`, by the qualified name matched), why a fix the case would
+    make is withheld here (`note`) and the facts the case tested."""
+    message = case.message.replace("{source}", source) if "{source}" in case.message else case.message
+    if "{defined}" in message:
+        message = message.replace("{defined}", (defined or {}).get(".".join(name.split(".")[:4]), "another module"))
+    if note:
+        message = f"{message} ({note})"
+    return explained(message, case, facts)
 
 
 def explained(message: str, case: Case, facts: Facts) -> str:

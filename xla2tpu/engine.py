@@ -10,17 +10,19 @@ import ast
 import dataclasses
 import re
 import traceback
+from collections.abc import Mapping
 
 import libcst as cst
 
 from xla2tpu import catalogue as catalogue_mod
 from xla2tpu import prechecks
 from xla2tpu.ast_blocks import imported_modules
+from xla2tpu.env_reads import variables_read
 from xla2tpu.decode import DecodeError, Decoded, decode
 from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
 from xla2tpu.facts import OTHER_HARDWARE_MODULES, Fact, Facts
 from xla2tpu.facts import compute as compute_facts
-from xla2tpu.imports import ImportHygiene, add_imports, has_matching_import
+from xla2tpu.imports import ImportHygiene, add_imports
 from xla2tpu.index import build
 from xla2tpu.noqa import Suppressions, skip_file
 from xla2tpu.layout import Layout
@@ -30,6 +32,7 @@ from xla2tpu.prefilter import holds_token, may_hold_idiom
 from xla2tpu.project import EMPTY, Context
 from xla2tpu.project_findings import project_findings
 from xla2tpu.resolve import ImportResolver, UseResolver
+from xla2tpu.detect.imports import ImportSite, import_sites, unchanged_findings
 from xla2tpu.detect.scopes import Scopes
 from xla2tpu.detect.sites import Detector, SiteMap
 from xla2tpu.detect.positions import Positions
@@ -135,41 +138,57 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
         return
     found_by_project = project_findings(catalogue, selected, settings.target, context, decoded.text, facts, suppressions)
     index = build(catalogue, selected)
-    plan = None if tree is None else Plan(tree, canonical, index)
+    if tree is None:  # LibCST says why when it rejects the file too, else CPython's message stands
+        _parse(decoded, None)
+        raise _InputSyntaxError(_python_error(decoded.text))
+    prefix = [*_verdict_findings(verdicts, suppressions), *found_by_project]
+    positions = Positions(decoded.text, tree)
+    scopes = Scopes(tree, canonical)
+    imports = import_sites(tree, scopes, index)
+    env_reads = variables_read(decoded.text)
+
+    plan = Plan(tree, canonical, index)
+
+    def detect(facts: Facts) -> SiteMap:
+        found = Detector(tree, decoded.text, index, scopes, positions, settings.target, settings.apply, facts,
+                         env_reads).run(plan.matches)
+        return SiteMap(found, positions, suppressions, settings.apply, facts, context.defined, len(prefix))
+
+    # A file no fix rewrites, and with no transform to try (building one decides whether it
+    # can be made), is judged on CPython's tree alone: LibCST never parses it.
+    first = detect(facts)
+    found_sites = first.diagnostics()
+    if not first.undecided and not any(d.fixed for d in found_sites):
+        unchanged = unchanged_findings(imports, scopes, positions, suppressions, settings.apply, settings.target,
+                                       decoded.text, facts)
+        if unchanged is not None:
+            result.diagnostics = sorted([*prefix, *found_sites, *unchanged])
+            result.encoding = decoded.encoding
+            return
     layout = _parse(decoded, plan)
     result.parsed = True
-    if tree is None:  # LibCST accepted what this Python rejects: findings are made on CPython's tree
-        raise _InputSyntaxError(_python_error(decoded.text))
     module = layout.module
     outline = Outline(layout, plan)
     resolver = ImportResolver(canonical, outline.pruned)
     module.visit(resolver)
+    by_alias = {(w.start.line, w.start.column): site for site in imports for w in (positions.where(site.alias),)}
 
-    text = Positions(decoded.text, tree)
-    scopes = Scopes(tree, canonical)
-
-    def rule_pass(facts: Facts) -> tuple[FileContext, cst.Module]:
+    def rule_pass(facts: Facts, sites: SiteMap) -> tuple[FileContext, cst.Module]:
         ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline, facts, tree, context.defined)
-        ctx.diagnostics.extend(_verdict_findings(verdicts, suppressions))
-        ctx.diagnostics.extend(found_by_project)
-        found = Detector(
-            tree, decoded.text, index, scopes, text, settings.target, settings.apply, facts, ctx.env_reads,
-            ctx.lazy_imports, ctx.tensor_names).run()
-        sites = SiteMap(found, text, suppressions, settings.apply, facts, context.defined, len(ctx.diagnostics))
-        start = len(ctx.diagnostics)
+        ctx.diagnostics.extend(prefix)
         ctx.diagnostics.extend([None] * len(sites.index))  # type: ignore[list-item]  # filled once the fixes are built
         rewriter = Rewriter(ctx, module, sites)
         new_module = module.visit(rewriter)
-        ctx.diagnostics[start:start + len(sites.index)] = sites.diagnostics()
-        if has_matching_import(ctx, canonical):
-            new_module = _import_hygiene(ctx, new_module, rewriter.import_tops, canonical, outline)
+        ctx.diagnostics[len(prefix):len(prefix) + len(sites.index)] = sites.diagnostics()
+        if by_alias:
+            new_module = _import_hygiene(ctx, new_module, rewriter.import_tops, by_alias, canonical, outline)
         return ctx, opening_as_before(add_imports(new_module, ctx.imports_needed), module)
 
-    ctx, new_module = rule_pass(facts)
+    ctx, new_module = rule_pass(facts, first.again())
     launch = _migrated_launch(ctx, facts, catalogue)
     if launch is not None:  # the workers now join a process group: rank and collective fixes are exact
         facts = result.facts = dataclasses.replace(facts, processes=launch)
-        ctx, new_module = rule_pass(facts)
+        ctx, new_module = rule_pass(facts, detect(facts))
     result.diagnostics = sorted(ctx.findings())
     result.encoding = decoded.encoding
     if not any(diagnostic.fixed for diagnostic in ctx.diagnostics):
@@ -192,9 +211,8 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
         result.new_source = decoded.encode(code)
 
 
-def _import_hygiene(
-    ctx: FileContext, module: cst.Module, tops: dict[int, cst.CSTNode], canonical: Canonicaliser, outline: Outline
-) -> cst.Module:
+def _import_hygiene(ctx: FileContext, module: cst.Module, tops: dict[int, cst.CSTNode],
+                    imports: Mapping[tuple[int, int], ImportSite], canonical: Canonicaliser, outline: Outline) -> cst.Module:
     """The import pass, once more when it removed an `if` guarding imports: the names its
     test read (`is_torch_xla_available`) may have lost their last use, and a second `fix`
     must find nothing left to do. The second pass's findings replace the first's."""
@@ -203,7 +221,7 @@ def _import_hygiene(
         start = len(ctx.diagnostics)
         uses = UseResolver(canonical, outline.pruned)
         module.visit(uses)
-        module = module.visit(ImportHygiene(ctx, uses, tops, canonical, outline.pruned))
+        module = module.visit(ImportHygiene(ctx, uses, tops, imports, outline.pruned))
         if again:
             redone = {(d.line, d.col, d.code) for d in ctx.diagnostics[start:]}
             ctx.diagnostics[first:start] = [d for d in ctx.diagnostics[first:start] if (d.line, d.col, d.code) not in redone]

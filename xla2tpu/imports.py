@@ -8,44 +8,14 @@ from __future__ import annotations
 
 import sys
 
-from collections.abc import Container
+from collections.abc import Container, Mapping
 
 import libcst as cst
 
-from xla2tpu.conditions import Site, applies, choose
-from xla2tpu.resolve import Canonicaliser, UseResolver, dotted_name, from_module
+from xla2tpu.detect.imports import ImportSite, decide
+from xla2tpu.resolve import UseResolver, dotted_name
 from xla2tpu.pruner import StatementPruner
 from xla2tpu.rewriter import FileContext
-from xla2tpu.statements import holds_only
-
-
-def has_matching_import(ctx: FileContext, canonical: Canonicaliser) -> bool:
-    for statement, _scope in ctx.resolver.imports:
-        for qualname, _bound, _alias in _aliases(statement, canonical):
-            if ctx.index.imports.find(qualname) is not None:
-                return True
-    return False
-
-
-def _aliases(
-    node: cst.Import | cst.ImportFrom, canonical: Canonicaliser
-) -> list[tuple[str, str, cst.ImportAlias]]:
-    """(qualified name, name it binds, alias node) for each alias of an import statement."""
-    out: list[tuple[str, str, cst.ImportAlias]] = []
-    if isinstance(node, cst.Import):
-        for alias in node.names:
-            full = dotted_name(alias.name) or ""
-            bound = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else full.split(".")[0]
-            out.append((canonical(full), bound, alias))
-        return out
-    module = from_module(node, canonical)
-    if module is None or isinstance(node.names, cst.ImportStar):
-        return out
-    for alias in node.names:
-        name = dotted_name(alias.name) or ""
-        bound = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
-        out.append((canonical(f"{module}.{name}"), bound, alias))
-    return out
 
 
 class ImportHygiene(StatementPruner):
@@ -54,7 +24,7 @@ class ImportHygiene(StatementPruner):
         ctx: FileContext,
         uses: UseResolver,
         tops: dict[int, cst.CSTNode],
-        canonical: Canonicaliser,
+        imports: Mapping[tuple[int, int], ImportSite],
         pruned: Container[int] = (),
     ) -> None:
         super().__init__()
@@ -63,11 +33,7 @@ class ImportHygiene(StatementPruner):
         self.unfixed, self.held, self.sites, self.resolved = ctx.unfixed, ctx.held, ctx.sites, ctx.resolved
         self.uses = uses  # of the rewritten module, whose import statements are the input's
         self.tops = tops  # id(alias) -> its top-level statement, where its position is computed
-        self.canonical = canonical
-        self._depth = 0
-        # Per `try:` body entered, whether it is an ImportError guard the imports in it decide;
-        # None marks a function body, whose imports run later, outside the enclosing `try:`.
-        self._guards: list[bool | None] = []
+        self.imports = imports  # the import sites (detect/imports.py) by where their alias starts
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         # Imports are statements: expressions and pruned statements cannot hold one.
@@ -86,36 +52,6 @@ class ImportHygiene(StatementPruner):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         return False
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._depth += 1
-        self._guards.append(None)
-
-    def visit_Try(self, node: cst.Try) -> None:
-        self._guards.append(decides_import_guard(node))
-
-    def visit_Try_handlers(self, node: cst.Try) -> None:
-        # Only the `try:` body is guarded: an import in a handler, `else:` or `finally:` is not.
-        self._guards[-1] = False
-
-    def leave_Try(
-        self, original_node: cst.Try, updated_node: cst.Try
-    ) -> cst.Try | cst.FlattenSentinel[cst.BaseStatement]:
-        self._guards.pop()
-        return super().leave_Try(original_node, updated_node)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
-        self._depth -= 1
-        self._guards.pop()
-        return updated_node
-
-    def _guarded(self) -> bool:
-        for guard in reversed(self._guards):
-            if guard is None:
-                return False
-            if guard:
-                return True
-        return False
-
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
         return self._clean(updated_node)
 
@@ -125,23 +61,19 @@ class ImportHygiene(StatementPruner):
     def _clean(self, node: cst.Import | cst.ImportFrom):  # type: ignore[no-untyped-def]
         removed: set[int] = set()
         scope = self.uses.import_scope.get(id(node))
-        for qualname, bound, alias in _aliases(node, self.canonical):
-            rule = self.ctx.index.imports.find(qualname)
+        for alias in () if isinstance(node.names, cst.ImportStar) else node.names:
             top = self.tops.get(id(alias))
-            if rule is None or top is None:
+            if top is None:
                 continue
-            site = Site(
-                target=self.ctx.settings.target,
-                source=self.ctx.source,
-                unused=scope is not None and not self.uses.reached(scope, bound),
-                guarded=self._guarded(),
-                top_level=self._depth == 0,
-                facts=self.ctx.facts,
-            )
-            if not applies(rule, site):
+            where = self.ctx.outline.where(top, alias)
+            site = self.imports.get((where.start.line, where.start.column))
+            if site is None:
                 continue
-            case = choose(rule.cases, site)
-            applied = self.ctx.report(rule, case, self.ctx.outline.where(top, alias), case.fixable, qualname)
+            unused = scope is not None and not self.uses.reached(scope, site.bound)
+            case = decide(site, unused, self.ctx.settings.target, self.ctx.source, self.ctx.facts)
+            if case is None:
+                continue
+            applied = self.ctx.report(site.rule, case, where, case.fixable, site.qualname)
             if applied and case.action == "remove-import":
                 removed.add(id(alias))
         if not removed:
@@ -155,32 +87,6 @@ class ImportHygiene(StatementPruner):
         # multi-line import stays, `import a, b` gets none.
         kept[-1] = kept[-1].with_changes(comma=node.names[-1].comma)
         return node.with_changes(names=kept)
-
-
-_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
-
-
-def _catches_import_error(handler: cst.ExceptHandler) -> bool:
-    if handler.type is None:
-        return True
-    kinds = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
-    return any((dotted_name(kind) or "").rsplit(".", 1)[-1] in _IMPORT_ERRORS for kind in kinds)
-
-
-def decides_import_guard(node: cst.Try) -> bool:
-    """Whether the imports in this `try:` body decide what it does: an ImportError handler
-    runs when one fails, so removing one makes the block always take its success path.
-
-    Not when the body holds nothing but imports and every such handler only passes: then
-    removing an import changes nothing the block does.
-    """
-    handlers = [h for h in node.handlers if _catches_import_error(h)]
-    if not handlers:
-        return False
-    inert = holds_only(node.body, (cst.Import, cst.ImportFrom)) and node.orelse is None and all(
-        holds_only(h.body) for h in handlers
-    )
-    return not inert
 
 
 def _is_import_line(statement: cst.BaseStatement) -> bool:

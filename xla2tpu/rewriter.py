@@ -19,8 +19,8 @@ from xla2tpu.catalogue import Case, Rule
 from xla2tpu.ast_blocks import lazy_imports
 from xla2tpu.call_layout import keep_layout, keep_layouts
 from xla2tpu.arguments import bind, cst_arguments
-from xla2tpu.conditions import explained
-from xla2tpu.detect.sites import ENV_CALLS, ENV_READERS, ENV_UPDATE, Found, SiteMap, tail
+from xla2tpu.conditions import literal_text, message_of
+from xla2tpu.detect.sites import EXPRESSION_KINDS, ENV_CALLS, ENV_READERS, ENV_UPDATE, Found, SiteMap, tail
 from xla2tpu.env_reads import variables_read
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.emission import Speller
@@ -30,7 +30,7 @@ from xla2tpu.noqa import Suppressions
 from xla2tpu.outline import Outline
 from xla2tpu.settings import Settings
 from xla2tpu.tensors import tensor_names
-from xla2tpu.resolve import ImportResolver, Scope, resolve
+from xla2tpu.resolve import ImportResolver, Scope, dotted_name, resolve
 from xla2tpu.pruner import StatementPruner, IfTest
 from xla2tpu.statements import indented_like
 from xla2tpu.transforms import REGISTRY as TRANSFORMS
@@ -107,12 +107,7 @@ class FileContext:
             return False
         fix = case.fix if fixable else FixClass.MANUAL
         applied = fix is not FixClass.MANUAL and fix in self.settings.apply
-        message = case.message.replace("{source}", source) if "{source}" in case.message else case.message
-        if "{defined}" in message:
-            message = message.replace("{defined}", self.defined.get(".".join(name.split(".")[:4]), "another module"))
-        if note:
-            message = f"{message} ({note})"
-        message = explained(message, case, self.facts)
+        message = message_of(case, self.facts, source, note, name, self.defined)
         self.diagnostics.append(
             Diagnostic(line, col, rule.code, message, fix, applied, where.end.line, where.end.column + 1)
         )
@@ -182,12 +177,12 @@ class Rewriter(StatementPruner):
         resolver = self.ctx.resolver
         return Speller(self.scope, list(self._parents), resolver.scope_of, resolver.canonical, self.ctx.lazy_imports)
 
-    def _found(self, node: cst.CSTNode, category: str, kind: str = "") -> Found | None:
-        """The detector's site of `category` (and rule kind) at `node`, if any."""
-        if not self._holds:
+    def _found(self, node: cst.CSTNode, category: str, key: str | None = "", kind: str = "") -> Found | None:
+        """The detector's site of `category` (and rule kind) at `node`, if any; `key` is what
+        the node spells (SiteMap.may_be), "" to look at every node of the category."""
+        if not self._holds or (key != "" and not self.site_map.may_be(category, key)):
             return None
-        where = self._where(node)
-        return self.site_map.at(category, where, kind)
+        return self.site_map.at(category, self._where(node), kind)
 
     def _applied(self, found: Found, original: cst.CSTNode) -> bool:
         """Whether the site's fix is applied; records it for the pruner either way."""
@@ -245,7 +240,7 @@ class Rewriter(StatementPruner):
         return self._reference(original_node, updated_node)
 
     def _reference(self, original: cst.Name | cst.Attribute, updated: cst.BaseExpression) -> cst.BaseExpression:
-        found = self._found(original, "reference")
+        found = self._found(original, "reference", dotted_name(original))
         if found is None or not self._applied(found, original):
             return updated
         case = found.case
@@ -263,7 +258,7 @@ class Rewriter(StatementPruner):
 
     # ------------------------------------------------------------------ expression patterns
     def _expression(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression:
-        found = self._found(original, "expression")
+        found = self._found(original, "expression", EXPRESSION_KINDS.get(type(original).__name__))
         if found is None or not self._applied(found, original):
             return updated
         # Slots are bound from the updated node: rewrites inside them are kept. The pattern
@@ -282,7 +277,9 @@ class Rewriter(StatementPruner):
             return updated_node
         updated_node = self._string_args(original_node, updated_node)
         qualname = resolve(self.scope, original_node.func)
-        if qualname is None:
+        if qualname == ENV_UPDATE:
+            return self._env_update(original_node, updated_node)
+        if qualname is None or not self.site_map.may_be("call", dotted_name(original_node.func)):
             return updated_node
         where = self._where(original_node)
         if qualname in ENV_CALLS or qualname in ENV_READERS:
@@ -291,8 +288,6 @@ class Rewriter(StatementPruner):
                 self.doom(updated_node)
             if qualname in ENV_CALLS:
                 return updated_node
-        if qualname == ENV_UPDATE:
-            return self._env_update(original_node, updated_node)
         found = self.site_map.at("call", where, "call")
         before_args = self._before_args.pop(id(original_node), None)
         if found is None:
@@ -440,7 +435,7 @@ class Rewriter(StatementPruner):
         changed: dict[int, cst.Arg] = {}
         for position, arg in enumerate(updated.args):
             value = original.args[position].value
-            found = self._found(value, "string")
+            found = self._found(value, "string", literal_text(value))
             if found is not None and self._applied(found, value):
                 changed[position] = arg.with_changes(value=_retext(arg.value, found.case.template))
         if not changed:

@@ -13,7 +13,8 @@ node against LibCST on every fixture):
 - Parentheses: LibCST's range of a node leaves out its own parentheses (`lpar`/`rpar`),
   and so does ast's, except for a parenthesised tuple and a generator expression: their
   range in ast holds one pair (a generator expression that is a call's only argument
-  takes the call's), which is left out here with the whitespace and comments inside it.
+  takes the call's; a tuple in an f-string's braces, before Python 3.12, the braces),
+  which is left out here with the whitespace and comments inside it.
 - Code: `code_for_node` prints a node with its own parentheses and all between them. The
   parentheses right around a node are its own, except the outermost pair when it is the
   parent's syntax: the call's around its only argument (`f(x)`, `f(*x)`), the class's
@@ -21,7 +22,9 @@ node against LibCST on every fixture):
   `as` (`with (lock):`).
 
 Checked for expressions (names, attributes, calls, subscripts, strings...) and import
-aliases (whose LibCST code also holds the comma after them); not for statements.
+aliases (whose LibCST code also holds the comma after them and the comment after that);
+not for statements. LibCST drops the whitespace before a top-level statement when it
+holds a form feed, and its columns on that line are short by as much: not copied here.
 """
 
 from __future__ import annotations
@@ -122,7 +125,7 @@ class Positions:
         expression and a parenthesised tuple, else none."""
         if isinstance(node, ast.GeneratorExp):
             return 1
-        if not isinstance(node, ast.Tuple) or self.source[start] != "(":
+        if not isinstance(node, ast.Tuple) or self.source[start] not in "({":  # `{`: an f-string's
             return 0
         if not node.elts:
             return 1
@@ -133,8 +136,10 @@ class Positions:
         return int(start < (opens[pairs - 1] if pairs else first_start))
 
     def _strip(self, start: int, end: int) -> tuple[int, int]:
-        """Inside the parentheses at `start` and `end - 1`, from the first code to the last."""
-        return self._forward(start + 1), self._back(end - 1)
+        """Inside the parentheses at `start` and `end - 1`, from the first code to the last
+        (nothing inside: right before the `)`, as LibCST has an empty tuple)."""
+        first = self._forward(start + 1)
+        return first, max(first, self._back(end - 1))
 
     def _around(self, start: int, end: int) -> tuple[list[int], list[int]]:
         """The offsets of the `(` right before `start` and of as many `)` right after `end`,
@@ -200,6 +205,8 @@ class Positions:
         parent's syntax: the call's that they end, the class's bases or the `with` items that
         `:` follows."""
         parent = self._parent(node)
+        if isinstance(parent, ast.FormattedValue):
+            return self.source[close] == "}"  # a tuple's range before Python 3.12: the braces
         if isinstance(parent, ast.Call):
             sole = not parent.keywords and len(parent.args) == 1 and parent.args[0] is node
             return sole and close + 1 == self._span(parent)[1]

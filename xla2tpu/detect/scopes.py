@@ -10,6 +10,7 @@ too), so that both resolvers give every name the same meaning.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from xla2tpu.canonical import Canonicaliser
@@ -18,6 +19,7 @@ from xla2tpu.resolve import OTHER, Scope
 
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 # Nodes that open a scope of their own.
 SCOPED = (*FUNCTIONS, ast.ClassDef, ast.Lambda, *COMPREHENSIONS)
 
@@ -56,12 +58,15 @@ def _is_none(node: ast.expr | None) -> bool:
 
 
 class Scopes:
-    """The module's scope and the scope of every node that opens one (by id)."""
+    """The module's scope and the scope of every node that opens one (by id); in each, the
+    names read there as LibCST's UseResolver counts them: every name but an attribute's or
+    an import's own, so a definition's, a parameter's or a keyword argument's too."""
 
     def __init__(self, tree: ast.Module, canonical: Canonicaliser) -> None:
         self.canonical = canonical
         self.module = Scope(None)
         self.of: dict[int, Scope] = {}
+        self.all: list[Scope] = [self.module]
         # Every import statement with the scope it binds in, in source order.
         self.imports: list[tuple[ast.Import | ast.ImportFrom, Scope]] = []
         self._walk(tree, self.module)
@@ -69,6 +74,7 @@ class Scopes:
     def _open(self, node: ast.AST, parent: Scope, is_class: bool = False) -> Scope:
         scope = Scope(parent, is_class, isinstance(node, COMPREHENSIONS))
         self.of[id(node)] = scope
+        self.all.append(scope)
         return scope
 
     def _walk(self, node: ast.AST, scope: Scope) -> None:
@@ -84,14 +90,22 @@ class Scopes:
 
     def _bind(self, node: ast.AST, scope: Scope) -> Scope:
         """Record what `node` binds in `scope`; the scope its children are read in."""
+        if isinstance(node, ast.Name):
+            scope.reads.add(node.id)
+            return scope
         if isinstance(node, FUNCTIONS):
             scope.bind(node.name, OTHER)
             inner = self._open(node, scope)
+            inner.reads.add(node.name)  # LibCST reads a definition's name inside it
             self._params(node.args, inner)
+            if node.returns is not None:
+                self.module.reads.update(annotation_names(node.returns))
             return inner
         if isinstance(node, ast.ClassDef):
             scope.bind(node.name, OTHER)
-            return self._open(node, scope, is_class=True)
+            inner = self._open(node, scope, is_class=True)
+            inner.reads.add(node.name)
+            return inner
         if isinstance(node, ast.Lambda):
             inner = self._open(node, scope)
             self._params(node.args, inner)
@@ -111,6 +125,7 @@ class Scopes:
                 for target in node.targets:
                     self._target(target, scope)
         elif isinstance(node, ast.AnnAssign):
+            self.module.reads.update(annotation_names(node.annotation))
             if node.value is not None and not _is_none(node.value):
                 self._target(node.target, scope)
         elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension)):
@@ -130,17 +145,28 @@ class Scopes:
         elif isinstance(node, ast.ExceptHandler):
             if node.name is not None:
                 scope.bind(node.name, OTHER)
-        elif isinstance(node, ast.Global):
+                scope.reads.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
             for name in node.names:
-                scope.declared[name] = True
-        elif isinstance(node, ast.Nonlocal):
-            for name in node.names:
-                scope.declared[name] = False
+                scope.declared[name] = isinstance(node, ast.Global)
+                scope.reads.add(name)
+        elif isinstance(node, ast.keyword):
+            if node.arg is not None:
+                scope.reads.add(node.arg)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
+            if node.name is not None:
+                scope.reads.add(node.name)
+        elif isinstance(node, ast.MatchMapping):
+            if node.rest is not None:
+                scope.reads.add(node.rest)
         return scope
 
     def _params(self, args: ast.arguments, scope: Scope) -> None:
         for arg in _arguments(args):
             scope.bind(arg.arg, OTHER)
+            scope.reads.add(arg.arg)
+            if arg.annotation is not None:
+                self.module.reads.update(annotation_names(arg.annotation))
 
     def _target(self, target: ast.expr, scope: Scope) -> None:
         if isinstance(target, ast.Name):
@@ -165,3 +191,11 @@ def _arguments(args: ast.arguments) -> Iterator[ast.arg]:
 def resolve(scope: Scope, node: ast.AST) -> str | None:
     """The qualified name `node` (a Name/Attribute chain) refers to in `scope`, if imported."""
     return scope.qualify(dotted_name(node))
+
+
+def annotation_names(node: ast.AST) -> Iterator[str]:
+    """The identifiers in the strings of an annotation (`-> "MpDeviceLoader"`): type checkers
+    read them at module level."""
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            yield from _IDENTIFIER.findall(inner.value)

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import ast
 import bisect
+import dataclasses
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from xla2tpu import templates
 from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
-from xla2tpu.conditions import Site, applies, choose, explained
+from xla2tpu.conditions import Site, applies, choose, message_of
+from xla2tpu.ast_blocks import lazy_imports
+from xla2tpu.detect import ast_earlier, ast_patterns
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import children
 from xla2tpu.detect.scopes import FUNCTIONS, Scopes, resolve
@@ -33,6 +36,7 @@ from xla2tpu.facts import UNKNOWN, Facts
 from xla2tpu.index import RuleIndex
 from xla2tpu.noqa import Suppressions
 from xla2tpu.resolve import Scope
+from xla2tpu.tensors import known_tensor_ast, tensor_names
 
 # Environment APIs whose first argument names a variable: qualified callee -> is a write.
 ENV_CALLS = {
@@ -46,6 +50,13 @@ ENV_CALLS = {
 # torch_xla's own environment readers: the read is reported, and their call rules still run.
 ENV_READERS = ("torch_xla.utils.utils.getenv_as", "torch_xla.utils.utils.check_env_flag")
 ENV_UPDATE = "os.environ.update"
+# What an expression site's root is, named alike for either tree's node (SiteMap.may_be).
+EXPRESSION_KINDS = {
+    "Compare": "compare", "Comparison": "compare", "Call": "call", "Attribute": "attribute", "Name": "name",
+    "Subscript": "subscript", "BoolOp": "boolean", "BooleanOperation": "boolean", "UnaryOp": "unary",
+    "UnaryOperation": "unary", "BinOp": "binary", "BinaryOperation": "binary", "Constant": "literal",
+    "SimpleString": "literal", "ConcatenatedString": "literal", "Integer": "literal", "Float": "literal",
+}
 # Keys and keywords that hold another process's environment (Ray's runtime_env, subprocess).
 OTHER_PROCESS_ENV = frozenset({"env_vars", "env"})
 
@@ -66,6 +77,7 @@ class Found:
     keeps_arguments: bool = False  # a call that stays as written, and its arguments with it
     demoted_inner: bool = False  # ... and it turned applied fixes in its arguments manual
     category: str = ""  # what kind of node the site is: reference, call, string, pair, subscript, expression, lint
+    key: str = ""  # what the node spells: a reference's dotted name, a call's callee, a string's text
     form: str = ""  # an expression site's pattern
 
     @property
@@ -89,8 +101,8 @@ class Detector:
     """Walks a module once, in source order, and lists its sites (`found`)."""
 
     def __init__(self, tree: ast.Module, source: str, index: RuleIndex, scopes: Scopes, positions: Positions,
-                 target: str, apply: frozenset[FixClass], facts: Facts = UNKNOWN, env_reads: frozenset[str] = frozenset(),
-                 lazy: frozenset[str] = frozenset(), tensor_names: frozenset[str] = frozenset()) -> None:
+                 target: str, apply: frozenset[FixClass], facts: Facts = UNKNOWN,
+                 env_reads: frozenset[str] = frozenset()) -> None:
         self.tree = tree
         self.source = source
         self.index = index
@@ -100,8 +112,6 @@ class Detector:
         self.apply = apply  # the fix classes this run applies
         self.facts = facts
         self.env_reads = env_reads
-        self.lazy = lazy
-        self.tensor_names = tensor_names
         self.found: list[Found] = []
         self._parents: list[ast.AST] = []
         self._scopes: list[Scope] = [scopes.module]
@@ -116,9 +126,17 @@ class Detector:
         self._at: dict[int, Found] = {}  # node -> its site
 
     # ------------------------------------------------------------------ walking
-    def run(self) -> list[Found]:
+    def run(self, holds: Callable[[str], bool] | None = None) -> list[Found]:
+        """The sites; `holds(text)` tells a top-level statement that may hold one by its source
+        (outline.Plan.matches: a token, an alias of a torch_xla import...), the others are
+        not walked."""
         self._lints()
-        self._visit(self.tree)
+        self._parents.append(self.tree)
+        for group in groups_of(self.tree.body):
+            if holds is None or holds(self.positions.lines(group.first, group.last)):
+                for statement in group.nodes:
+                    self._visit(statement)
+        self._parents.pop()
         return self.found
 
     def _lints(self) -> None:
@@ -180,6 +198,17 @@ class Detector:
         if id(node) in self._expressions:
             self._expression(node)
 
+    # What only some sites ask about, worked out when one does (each walks the whole tree).
+    @functools.cached_property
+    def lazy(self) -> frozenset[str]:
+        """Modules the file imports inside functions only (ast_blocks.lazy_imports)."""
+        return lazy_imports(self.tree)
+
+    @functools.cached_property
+    def tensor_names(self) -> frozenset[str]:
+        """Names the file binds only to tensors (tensors.py)."""
+        return tensor_names(self.tree)
+
     @property
     def scope(self) -> Scope:
         return self._scopes[-1]
@@ -217,9 +246,9 @@ class Detector:
         return choose(rule.cases, site) if applies(rule, site) else None
 
     def _add(self, category: str, rule: Rule, case: Case, node: ast.AST, fixable: bool, note: str = "",
-             name: str = "", structural: bool = False, form: str = "") -> Found:
+             name: str = "", structural: bool = False, form: str = "", key: str = "") -> Found:
         source = short(self._code(node)) if "{source}" in case.message else ""
-        found = Found(rule, case, node, fixable, structural, name, note, source, category=category, form=form)
+        found = Found(rule, case, node, fixable, structural, name, note, source, category=category, form=form, key=key)
         self.found.append(found)
         self._at[id(node)] = found
         return found
@@ -272,7 +301,7 @@ class Detector:
             note = self._spell_note(templates.spelled_names(case.template))
         elif case.fixable and case.action == "rename":
             note = self._spell_note([case.template + tail(rule, qualname)])
-        self._add("reference", rule, case, node, case.fixable, note, qualname)
+        self._add("reference", rule, case, node, case.fixable, note, qualname, key=dotted_name(node) or "")
 
     # ------------------------------------------------------------------ calls
     def _call(self, node: ast.Call) -> None:
@@ -306,7 +335,7 @@ class Detector:
         note = ""
         if fixable and not structural and case.action == "replace":
             note = self._spell_note(templates.spelled_names(case.template))
-        found = self._add("call", rule, case, node, fixable, note, qualname, structural)
+        found = self._add("call", rule, case, node, fixable, note, qualname, structural, key=dotted_name(node.func) or "")
         found.inner = (start, len(self.found) - 1)
         # A structural fix that may be made is decided when it is built (rewriter.py).
         found.keeps_arguments = not (structural and fixable) and (not fixable or bool(note) or case.fix is FixClass.MANUAL)
@@ -332,8 +361,6 @@ class Detector:
         wanted = {c.arg for case in rule.cases for c in case.when if c.kind.endswith(kind)}
         if not wanted:
             return frozenset()
-        from xla2tpu.detect import ast_earlier
-
         calls = ast_earlier.calls_before(self._parents, node) if kind == "after" else ast_earlier.call_next(self._parents, self.positions.line_texts)
         scope = self.scope
         return frozenset(p for p in wanted if ast_earlier.matches(p, calls, lambda n: resolve(scope, n), args))
@@ -393,7 +420,7 @@ class Detector:
                 case = self._choose(rule, self._site(value=text, name=callee, args=binding[0] if binding else None))
                 if case is None:
                     continue
-                self._add("string", rule, case, argument.value, case.fixable)
+                self._add("string", rule, case, argument.value, case.fixable, key=text)
                 break
 
     # ------------------------------------------------------------------ environment variables
@@ -410,7 +437,8 @@ class Detector:
         statement = self._statement()
         case = self._env_case(rule, variable, write, value, statement)
         if case is not None:
-            self._add("call", rule, case, node, case.fixable and (case.action != "delete" or statement), name=variable)
+            self._add("call", rule, case, node, case.fixable and (case.action != "delete" or statement), name=variable,
+                      key=dotted_name(node.func) or "")
 
     def _env_update(self, node: ast.Call) -> None:
         """`os.environ.update({"A": "1", ...})` / `update(A="1")`: each variable is a write of its own."""
@@ -479,8 +507,6 @@ class Detector:
 
     # ------------------------------------------------------------------ expression patterns
     def _claim_expression(self, node: ast.AST) -> None:
-        from xla2tpu.detect import ast_patterns
-
         scope = self.scope
         for key in ast_patterns.candidate_keys(node):
             for pattern, rule in self._patterns.get(key, ()):
@@ -493,8 +519,6 @@ class Detector:
                 return
 
     def _expression(self, node: ast.AST) -> None:
-        from xla2tpu.detect import ast_patterns
-
         pattern, rule = self._expressions.pop(id(node))
         scope = self.scope
         found = ast_patterns.match(pattern, node, lambda n: resolve(scope, n), self._code)  # type: ignore[arg-type]
@@ -509,13 +533,12 @@ class Detector:
         case = choose(rule.cases, site)
         fixable = case.fixable and _can_fix(case, site)
         note = self._spell_note(templates.spelled_names(case.template)) if fixable and case.template else ""
-        self._add("expression", rule, case, node, fixable, note, form=pattern.text)  # type: ignore[attr-defined]
+        self._add("expression", rule, case, node, fixable, note, form=pattern.text,  # type: ignore[attr-defined]
+                  key=EXPRESSION_KINDS.get(type(node).__name__, ""))
 
     def _tensor_slots(self, rule: Rule, slots: dict[str, ast.expr]) -> frozenset[str]:
         if not uses(rule, "tensor"):
             return frozenset()
-        from xla2tpu.tensors import known_tensor_ast
-
         scope = self.scope
         return frozenset(
             slot for slot, node in slots.items()
@@ -565,8 +588,6 @@ def _ast_expressions(index: RuleIndex) -> dict:
     if not index.expressions:
         return {}
     if id(index) not in _COMPILED:
-        from xla2tpu.detect import ast_patterns
-
         table: dict = {}
         for rules in index.expressions.values():
             for pattern, rule in rules:
@@ -614,6 +635,10 @@ class SiteMap:
     def __init__(self, found: Sequence[Found], positions: Positions, suppressions: Suppressions,
                  apply: frozenset[FixClass], facts: Facts, defined: Mapping[str, str], offset: int = 0) -> None:
         self.found = list(found)
+        self._originals = [dataclasses.replace(site) for site in found]
+        self.positions = positions
+        self._suppressions = suppressions
+        self._offset = offset
         self.apply = apply
         self.facts = facts
         self.defined = defined
@@ -622,6 +647,9 @@ class SiteMap:
         for i, (site, span) in enumerate(zip(self.found, self._spans)):
             self._at.setdefault(_key(site.category, span), []).append(i)
         self._lines = sorted({span.start.line for span in self._spans})
+        self._keys: dict[str, set[str]] = {}
+        for site in self.found:
+            self._keys.setdefault(site.category, set()).add(site.key)
         self._suppressed = {i for i, (site, span) in enumerate(zip(self.found, self._spans))
                             if suppressions.suppressed(span.start.line, site.rule.code)}
         # id(site) -> its finding's index in the file's findings (`offset`: those before them)
@@ -633,10 +661,24 @@ class SiteMap:
         self._demoted: set[int] = set()
         self._settled = 0  # the sites whose arguments' fate is settled, in order
 
+    @property
+    def undecided(self) -> bool:
+        """Whether a site's fix is a transform's (or a statement template's) that only building
+        it can decide (rewriter.py)."""
+        return any(site.structural and site.fixable for site in self.found)
+
     def holds(self, lines: range) -> bool:
         """Whether a site starts on one of `lines`."""
         position = bisect.bisect_left(self._lines, lines.start)
         return position < len(self._lines) and self._lines[position] < lines.stop
+
+    def may_be(self, category: str, key: str | None) -> bool:
+        """Whether a node that spells `key` may be a site of `category` (a reference's dotted
+        name, a call's callee, a string's text, an expression's kind; "": any node of the
+        category): the cheap test before its position."""
+        if key == "":
+            return category in self._keys
+        return key is not None and key in self._keys.get(category, ())
 
     def at(self, category: str, where: object, kind: str = "") -> Found | None:
         """The site of `category` (and rule kind) spanning `where` (`.start`/`.end` with
@@ -645,6 +687,11 @@ class SiteMap:
             if not kind or self.found[i].rule.kind == kind:
                 return self.found[i]
         return None
+
+    def again(self) -> SiteMap:
+        """A fresh map of the same sites, their fates not yet settled (for the LibCST pass)."""
+        return SiteMap([dataclasses.replace(site) for site in self._originals], self.positions, self._suppressions,
+                       self.apply, self.facts, self.defined, self._offset)
 
     def refuse(self, site: Found, note: str = "") -> None:
         """A transform could not build the site's fix (`note`: the names it needs do not
@@ -692,12 +739,7 @@ class SiteMap:
             if i in self._suppressed:
                 continue
             fix = FixClass.MANUAL if i in self._demoted else site.fix
-            message = site.case.message.replace("{source}", site.source)
-            if "{defined}" in message:
-                message = message.replace("{defined}", self.defined.get(".".join(site.name.split(".")[:4]), "another module"))
-            if site.note:
-                message = f"{message} ({site.note})"
-            message = explained(message, site.case, self.facts)
+            message = message_of(site.case, self.facts, site.source, site.note, site.name, self.defined)
             out.append(Diagnostic(span.start.line, span.start.column + 1, site.rule.code, message, fix,
                                   self._applied(i), span.end.line, span.end.column + 1))
         return out

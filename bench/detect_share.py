@@ -1,0 +1,101 @@
+"""What `check` costs next to a bare LibCST parse of the same files (issue 16), in one process.
+
+    .venv/bin/python bench/detect_share.py PATH ... [--unsafe-fixes] [--repeat 3]
+    .venv/bin/python bench/detect_share.py --corpus WORK   # the ecosystem corpus's TPU repositories
+
+Over the .py files under the paths that pass the prefilter (the only ones `check` reads past
+their bytes), CPU seconds, best of N, of:
+- a bare `libcst.parse_module` of each file (the floor of any LibCST tool);
+- CPython's `ast.parse` and a walk of every node;
+- the engine as `check` runs it (`engine.process_source`, the safe fixes, or the unsafe ones
+  too), no project model; and how many files it had LibCST parse.
+`--corpus WORK` reads the TPU repositories of bench/ecosystem.toml as extracted under
+WORK/src by `bench/ecosystem.py run --work WORK`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import libcst as cst
+
+import ecosystem_corpus
+from xla2tpu import catalogue, engine
+from xla2tpu.diagnostics import FixClass
+from xla2tpu.prefilter import may_hold_idiom
+from xla2tpu.settings import Settings
+
+
+def corpus_trees(work: Path) -> list[Path]:
+    repos = ecosystem_corpus.load(Path(__file__).with_name("ecosystem.toml"))
+    return [work / "src" / repo.slug for repo in repos if repo.kind == "tpu" and (work / "src" / repo.slug).is_dir()]
+
+
+def files_of(paths: list[Path]) -> list[tuple[str, bytes]]:
+    found = []
+    for root in paths:
+        for path in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
+            data = path.read_bytes()
+            if may_hold_idiom(data):
+                found.append((str(path), data))
+    return found
+
+
+def best(repeat: int, run: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.process_time()
+        run()
+        times.append(time.process_time() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="*", type=Path)
+    parser.add_argument("--corpus", type=Path, help="an ecosystem work folder: its TPU repositories")
+    parser.add_argument("--unsafe-fixes", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    paths = [*args.paths, *(corpus_trees(args.corpus) if args.corpus else [])]
+    files = files_of(paths)
+    lines = sum(data.count(b"\n") for _, data in files)
+    rules = frozenset(rule.code for rule in catalogue.load().rules)
+    apply = {FixClass.SAFE, FixClass.UNSAFE} if args.unsafe_fixes else {FixClass.SAFE}
+    settings = Settings(rules, frozenset(apply), "eager")
+
+    def parse() -> None:
+        for _, data in files:
+            try:
+                cst.parse_module(data)
+            except (cst.ParserSyntaxError, RecursionError):
+                pass
+
+    def walk() -> None:
+        for _, data in files:
+            try:
+                for _node in ast.walk(ast.parse(data)):
+                    pass
+            except (SyntaxError, ValueError, RecursionError):
+                pass
+
+    parsed: list[int] = []
+
+    def check() -> None:
+        parsed[:] = [int(engine.process_source(path, data, settings).parsed) for path, data in files]
+
+    check()  # warm: the catalogue, the index, compiled patterns
+    bare, tree, engine_time = best(args.repeat, parse), best(args.repeat, walk), best(args.repeat, check)
+    print(f"{len(files)} files past the prefilter, {lines:,} lines ({'unsafe' if args.unsafe_fixes else 'safe'} fixes)")
+    print(f"bare LibCST parse           {bare:7.2f} s")
+    print(f"CPython ast.parse + walk    {tree:7.2f} s   {tree / bare:5.2f} x the parse")
+    print(f"check (engine)              {engine_time:7.2f} s   {engine_time / bare:5.2f} x the parse")
+    print(f"files LibCST parsed         {sum(parsed):7d}   of {len(files)}")
+
+
+if __name__ == "__main__":
+    main()

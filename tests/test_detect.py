@@ -1,0 +1,49 @@
+"""Detection on CPython's tree: a file no fix rewrites never reaches LibCST, and what it
+reports then is what the LibCST path (parse, rewrite, import pass) reports for it."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fixture_cases import cases
+from xla2tpu import catalogue, engine
+from xla2tpu.diagnostics import FixClass
+from xla2tpu.settings import Settings
+
+_RULES = frozenset(rule.code for rule in catalogue.load().rules)
+_MODES = {
+    "safe": Settings(_RULES, frozenset({FixClass.SAFE}), "eager"),
+    "unsafe": Settings(_RULES, frozenset({FixClass.SAFE, FixClass.UNSAFE}), "eager"),
+    "compile": Settings(_RULES, frozenset({FixClass.SAFE}), "compile"),
+}
+
+
+def _through_libcst(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file takes the LibCST path, as if a fix rewrote it."""
+    monkeypatch.setattr(engine, "unchanged_findings", lambda *args: None)
+
+
+@pytest.mark.parametrize("mode", sorted(_MODES))
+@pytest.mark.parametrize("case", cases(), ids=lambda case: case.id)
+def test_a_file_judged_on_cpythons_tree_alone_gets_the_findings_of_the_libcst_path(case, mode, monkeypatch) -> None:
+    data = case.path.read_bytes()
+    settings = _MODES[mode]
+    fast = engine.process_source(str(case.path), data, settings)
+    if fast.parsed or fast.error:
+        return  # LibCST parsed it: nothing to compare
+    _through_libcst(monkeypatch)
+    slow = engine.process_source(str(case.path), data, settings)
+    assert fast.diagnostics == slow.diagnostics
+    assert slow.new_source is None
+
+
+def test_a_file_with_a_fix_to_make_is_parsed_by_libcst() -> None:
+    result = engine.process_source("t.py", b"import torch_xla.core.xla_model as xm\nxm.mark_step()\n", _MODES["safe"])
+    assert result.parsed and result.new_source is not None
+
+
+def test_a_file_with_only_findings_for_a_human_is_not_parsed_by_libcst() -> None:
+    source = b"import torch_xla.core.xla_model as xm\nxm.get_xla_supported_devices()\n"
+    result = engine.process_source("t.py", source, _MODES["safe"])
+    assert result.diagnostics and not any(d.fixed for d in result.diagnostics)
+    assert not result.parsed

@@ -1,0 +1,154 @@
+"""The imports the import rules judge, read from CPython's tree: each alias of a torch_xla
+(or Optimum TPU) import, with what decides its case but its use: whether an availability
+guard (`try:` / `except ImportError`) hangs on it, and whether it is a module-level one.
+Whether it is still used is the import pass's to say once the fixes are made (imports.py),
+or this module's when nothing is rewritten (`unused_names`)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from xla2tpu.ast_blocks import blocks
+from xla2tpu.canonical import Canonicaliser
+from xla2tpu.catalogue import Case, Rule
+from xla2tpu.conditions import Site, applies, choose, message_of
+from xla2tpu.detect.names import dotted_name
+from xla2tpu.detect.positions import Positions
+from xla2tpu.detect.scopes import FUNCTIONS, Scopes, from_module
+from xla2tpu.diagnostics import Diagnostic, FixClass
+from xla2tpu.facts import Facts
+from xla2tpu.index import RuleIndex
+from xla2tpu.noqa import Suppressions
+from xla2tpu.resolve import Scope
+
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+@dataclass(frozen=True)
+class ImportSite:
+    rule: Rule
+    qualname: str  # what the alias imports
+    bound: str  # the name it binds
+    alias: ast.alias  # reported here
+    scope: Scope  # where it binds
+    guarded: bool
+    top_level: bool  # not inside a function
+
+
+def aliases(node: ast.Import | ast.ImportFrom, canonical: Canonicaliser) -> Iterator[tuple[str, str, ast.alias]]:
+    """(qualified name, name it binds, alias) for each alias of an import statement."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            yield canonical(alias.name), alias.asname or alias.name.split(".")[0], alias
+        return
+    module = from_module(node, canonical)
+    if module is None:
+        return
+    for alias in node.names:
+        if alias.name != "*":
+            yield canonical(f"{module}.{alias.name}"), alias.asname or alias.name, alias
+
+
+def import_sites(tree: ast.Module, scopes: Scopes, index: RuleIndex) -> list[ImportSite]:
+    """Every alias the selected import rules match, in source order."""
+    binds_in = {id(node): scope for node, scope in scopes.imports}
+    found: list[ImportSite] = []
+
+    def walk(body: Sequence[ast.AST], guards: tuple[bool | None, ...], depth: int) -> None:
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for qualname, bound, alias in aliases(node, scopes.canonical):
+                    rule = index.imports.find(qualname)
+                    if rule is not None:
+                        found.append(ImportSite(rule, qualname, bound, alias, binds_in[id(node)], _guarded(guards), depth == 0))
+            elif isinstance(node, FUNCTIONS):
+                walk(node.body, (*guards, None), depth + 1)  # its imports run later, outside any `try:`
+            elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+                # Only the `try:` body is guarded: not a handler, `else:` or `finally:`.
+                walk(node.body, (*guards, decides_import_guard(node)), depth)  # type: ignore[arg-type]
+                for block in blocks(node)[1:]:
+                    walk(block, (*guards, False), depth)
+            else:
+                for block in blocks(node):
+                    walk(block, guards, depth)
+
+    walk(tree.body, (), 0)
+    return found
+
+
+def _guarded(guards: tuple[bool | None, ...]) -> bool:
+    for guard in reversed(guards):
+        if guard is None:
+            return False
+        if guard:
+            return True
+    return False
+
+
+def catches_import_error(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any((dotted_name(kind) or "").rsplit(".", 1)[-1] in IMPORT_ERRORS for kind in kinds)
+
+
+def decides_import_guard(node: ast.Try) -> bool:
+    """Whether the imports in this `try:` body decide what it does: an ImportError handler
+    runs when one fails, so removing one makes the block always take its success path.
+
+    Not when the body holds nothing but imports and every such handler only passes: then
+    removing an import changes nothing the block does.
+    """
+    handlers = [h for h in node.handlers if catches_import_error(h)]
+    if not handlers:
+        return False
+    inert = _holds_only(node.body, (ast.Import, ast.ImportFrom)) and not node.orelse and all(
+        _holds_only(h.body) for h in handlers
+    )
+    return not inert
+
+
+def _holds_only(body: Sequence[ast.stmt], kinds: tuple[type[ast.stmt], ...] = ()) -> bool:
+    """The block holds only statements of `kinds` (and `pass` / `...` / a docstring)."""
+    return all(
+        isinstance(node, (ast.Pass, *kinds))
+        or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            and (node.value.value is Ellipsis or isinstance(node.value.value, str)))
+        for node in body
+    )
+
+
+def reached(scopes: Scopes, scope: Scope, name: str) -> bool:
+    """Whether a read of `name` anywhere reaches the binding an import in `scope` makes
+    (resolve.UseResolver.reached, on the file as written)."""
+    binding = scope.owner(name)
+    return any(name in reader.reads and reader.owner(name) is binding for reader in scopes.all)
+
+
+def decide(site: ImportSite, unused: bool, target: str, source: str, facts: Facts) -> Case | None:
+    """The case of the import's rule at `site`; None when the rule's own `when` rules it out."""
+    condition = Site(target=target, source=source, unused=unused, guarded=site.guarded, top_level=site.top_level, facts=facts)
+    return choose(site.rule.cases, condition) if applies(site.rule, condition) else None
+
+
+def unchanged_findings(sites: Sequence[ImportSite], scopes: Scopes, positions: Positions, suppressions: Suppressions,
+                       apply: frozenset[FixClass], target: str, source: str, facts: Facts) -> list[Diagnostic] | None:
+    """The findings of the import sites of a file no fix rewrites (its uses are as written);
+    None when one of them would itself be fixed (then the import pass makes that edit)."""
+    found: list[Diagnostic] = []
+    for site in sites:
+        case = decide(site, not reached(scopes, site.scope, site.bound), target, source, facts)
+        if case is None:
+            continue
+        where = positions.where(site.alias)
+        if suppressions.suppressed(where.start.line, site.rule.code):
+            continue
+        fix = case.fix if case.fixable else FixClass.MANUAL
+        if fix is not FixClass.MANUAL and fix in apply:
+            return None
+        message = message_of(case, facts, site.qualname)
+        found.append(Diagnostic(where.start.line, where.start.column + 1, site.rule.code, message, fix, False,
+                                where.end.line, where.end.column + 1))
+    return found
