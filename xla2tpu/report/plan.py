@@ -1,0 +1,335 @@
+"""The migration plan: what a lead needs to act on, computed once from a `fix` run's results.
+
+The renderers only lay it out: Markdown (migration.py), HTML (html.py) and the JSON that
+the next run reads back as its `--baseline` (baseline.py).
+
+Definitions (the report repeats them):
+- a file is **fully migrated** when, after this fix, no torch_xla / Optimum TPU import is
+  left in it and no finding is left for a human (every finding fixed);
+- a **blocker** of a file is a rule with findings left in it (manual, or an unsafe fix not
+  applied). An import that stays (XLA001 "still used", and the other import rules) stays
+  because of a use: it is attributed to the file's other findings left, the uses that
+  keep it, and counts as a blocker itself only where nothing else is left, i.e. where the
+  use that keeps it is code no rule names. A torch_xla import left with no finding at all
+  (its rule deselected) counts under XLA001 too;
+- blockers are ranked by the files they keep from being fully migrated, then the programs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+
+from xla2tpu.ast_blocks import imported_modules
+from xla2tpu.catalogue import Catalogue
+from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
+from xla2tpu.report.text import position
+
+MIGRATED, BLOCKED, UNREADABLE = "migrated", "blocked", "unreadable"
+KEPT_IMPORT = "XLA001"  # the rule of a torch_xla import that is still used
+_LAUNCH = "XLA601"  # its fix writes the TorchTPU launch (transforms/launch.py)
+_MAIN = re.compile(rb"""^if\s+(?:__name__\s*==\s*["']__main__["']|["']__main__["']\s*==\s*__name__)\s*:""", re.M)
+_KEPT_GUIDANCE = "kept for a use no rule names: find that use, migrate it, then drop the import"
+NO_PARSE = "the file no longer parses"
+SHOWN_LINES = 4  # lines named per blocker of a program; the per-file detail has them all
+# What the headline figures mean, as every report says it.
+DEFINITIONS = (
+    "Fully migrated: no torch_xla / Optimum TPU import left and nothing left for a human. "
+    "A blocker is a rule with findings left in a file (manual, or an unsafe fix not applied); "
+    "an import kept by a use counts under that use's rule (XLA001 only where no rule names the use)."
+)
+
+
+@dataclass(frozen=True)
+class FileState:
+    """One file with torch_xla idioms (or one that could not be read), after this fix."""
+
+    path: str
+    state: str  # MIGRATED, BLOCKED or UNREADABLE
+    done: tuple[Diagnostic, ...]  # fixed by this run (written, or would be with --diff)
+    todo: tuple[Diagnostic, ...]  # left for a human
+    imports_left: tuple[tuple[int, str], ...]  # (line, module) of torch_xla / Optimum TPU imports after the fix
+    blockers: tuple[str, ...]  # rule codes, attributed as the module docstring says
+    error: str | None = None
+
+    @property
+    def folder(self) -> str:
+        return PurePath(self.path).parent.as_posix()
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """A rule that keeps files from being fully migrated."""
+
+    code: str
+    name: str
+    guidance: str  # one line: the rule's summary
+    fixes: tuple[str, ...]  # fix classes of its findings left ("manual", "unsafe")
+    files: tuple[str, ...]
+    programs: tuple[str, ...]
+    only: int  # files in which it is the only blocker: fixing it migrates them
+    findings: int  # its findings left
+
+    @property
+    def fix_label(self) -> str:
+        """Its fix classes, an unsafe one with how to apply it."""
+        return ", ".join("unsafe (not applied: --unsafe-fixes)" if f == "unsafe" else f for f in self.fixes)
+
+
+@dataclass(frozen=True)
+class Folder:
+    path: str
+    migrated: int
+    blocked: int
+    unreadable: int
+    no_import_left: int
+
+    @property
+    def files(self) -> int:
+        return self.migrated + self.blocked + self.unreadable
+
+
+@dataclass(frozen=True)
+class Program:
+    """A file with a `__main__` block: it runs on TorchTPU after this fix when nothing blocks it."""
+
+    path: str
+    imports_left: tuple[tuple[int, str], ...]
+    todo: tuple[Diagnostic, ...]
+    blockers: tuple[str, ...]  # rule codes, as for its file
+    launched: bool  # its torch_xla launch was migrated (XLA601 fixed)
+
+    @property
+    def runs(self) -> bool:
+        return not self.imports_left and not self.todo
+
+    def start(self) -> str:
+        """The command that starts it after this fix (it runs as before)."""
+        if self.launched:
+            return f'python {self.path} (as before; it spawns one worker per TPU chip, each in the "tpu" process group)'
+        return f"python {self.path} (as before)"
+
+    def items(self) -> list[str]:
+        """What still blocks it, in plain words: the findings of each blocker by line, then
+        the imports left (their own findings, XLA001, say the same and are not repeated)."""
+        out = []
+        for code in self.blockers:
+            found = [d for d in self.todo if d.code == code]
+            if not found:  # an import left with no finding
+                continue
+            where = ", ".join(position(d) for d in found[:SHOWN_LINES])
+            more = f" and {len(found) - SHOWN_LINES} more" if len(found) > SHOWN_LINES else ""
+            out.append(f"{code} ({found[0].fix.value}) at line{'s' if len(found) > 1 else ''} {where}{more}")
+        if any(name == NO_PARSE for _, name in self.imports_left):
+            out.append(NO_PARSE)
+        elif self.imports_left:
+            out.append("still imports " + ", ".join(f"{name} (line {line})" for line, name in self.imports_left))
+        return out
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The headline numbers; a baseline compares them by name (baseline.FIGURES)."""
+
+    files_scanned: int
+    with_idioms: int
+    fully_migrated: int
+    no_import_left: int
+    programs: int
+    programs_running: int
+    unreadable: int
+    rewritten: int
+    left_for_a_human: int
+
+
+@dataclass(frozen=True)
+class Change:
+    """A finding count of one rule in one file that went down (gone) or up (new) since the baseline."""
+
+    path: str
+    code: str
+    count: int
+
+
+def by_rule(changes: Iterable[Change]) -> list[tuple[str, int]]:
+    """(code, findings) over all files, the most first."""
+    count: Counter[str] = Counter()
+    for change in changes:
+        count[change.code] += change.count
+    return sorted(count.items(), key=lambda item: (-item[1], item[0]))
+
+
+def by_file(changes: Iterable[Change]) -> list[tuple[str, str]]:
+    """(path, "XLA001 ×2, XLA107 ×1") per file, by path."""
+    files: dict[str, list[str]] = {}
+    for change in sorted(changes, key=lambda c: (c.path, c.code)):
+        files.setdefault(change.path, []).append(f"{change.code} ×{change.count}")
+    return [(path, ", ".join(codes)) for path, codes in files.items()]
+
+
+@dataclass(frozen=True)
+class Delta:
+    """What changed since the baseline run (baseline.compare)."""
+
+    baseline: str  # the file it was read from
+    figures: tuple[tuple[str, int, int], ...]  # (figure name, before, now)
+    newly_migrated: tuple[str, ...]  # not fully migrated before; now migrated, or no idiom left
+    regressed: tuple[str, ...]  # fully migrated before, not now
+    gone: tuple[Change, ...]  # findings left for a human before and not now
+    new: tuple[Change, ...]  # findings left for a human now and not before
+
+
+@dataclass(frozen=True)
+class Plan:
+    figures: Figures
+    fixed_by_class: tuple[tuple[str, int, int], ...]  # (fix class, fixed, left)
+    files: tuple[FileState, ...]  # by path
+    blockers: tuple[Blocker, ...]  # ranked
+    folders: tuple[Folder, ...]  # by path
+    programs: tuple[Program, ...]  # by path
+    dry_run: bool
+    delta: Delta | None = None
+
+    @property
+    def unreadable(self) -> tuple[FileState, ...]:
+        return tuple(f for f in self.files if f.state == UNREADABLE)
+
+
+def build(results: Sequence[FileResult], files_scanned: int, written: set[str], catalogue: Catalogue, dry_run: bool) -> Plan:
+    """The plan of a fix run: `written` holds the files it rewrote (or, with --diff, would)."""
+    import_rules = frozenset(rule.code for rule in catalogue.rules if rule.kind == "import")
+    states: list[FileState] = []
+    programs: list[Program] = []
+    for result in results:
+        if not result.diagnostics:
+            if result.error:
+                states.append(FileState(result.path, UNREADABLE, (), (), (), (), result.error))
+            continue
+        applied = result.path in written
+        done = tuple(d for d in result.diagnostics if d.fixed and applied)
+        todo = tuple(d for d in result.diagnostics if not (d.fixed and applied))
+        text = result.new_source if result.new_source is not None and applied else _on_disk(result.path)
+        left = tuple(_legacy_imports(result.path, text)) if text is not None else ()
+        codes = _blockers(todo, left, import_rules)
+        migrated = not (todo or left or result.error)
+        states.append(FileState(result.path, MIGRATED if migrated else BLOCKED, done, todo, left, codes, result.error))
+        if not result.error and text is not None and _MAIN.search(text) is not None:
+            launched = any(d.code == _LAUNCH for d in done)
+            programs.append(Program(result.path, left, todo, codes, launched))
+    with_idioms = [s for s in states if s.state != UNREADABLE]
+    fixed: Counter[FixClass] = Counter(d.fix for s in with_idioms for d in s.done)
+    still: Counter[FixClass] = Counter(d.fix for s in with_idioms for d in s.todo)
+    figures = Figures(
+        files_scanned=files_scanned,
+        with_idioms=len(with_idioms),
+        fully_migrated=sum(1 for s in with_idioms if s.state == MIGRATED),
+        no_import_left=sum(1 for s in with_idioms if not s.imports_left),
+        programs=len(programs),
+        programs_running=sum(1 for p in programs if p.runs),
+        unreadable=len(states) - len(with_idioms),
+        rewritten=sum(fixed.values()),
+        left_for_a_human=sum(still.values()),
+    )
+    return Plan(
+        figures=figures,
+        fixed_by_class=tuple((fix.value, fixed[fix], still[fix]) for fix in FixClass),
+        files=tuple(states),
+        blockers=rank(states, programs, catalogue),
+        folders=_folders(states),
+        programs=tuple(programs),
+        dry_run=dry_run,
+    )
+
+
+def _blockers(todo: Iterable[Diagnostic], imports_left: Sequence[tuple[int, str]], import_rules: frozenset[str]) -> tuple[str, ...]:
+    """The rules that keep a file from being fully migrated (attribution: module docstring)."""
+    codes = {d.code for d in todo}
+    uses = codes - import_rules
+    if uses:
+        return tuple(sorted(uses))
+    if codes:
+        return tuple(sorted(codes))
+    return (KEPT_IMPORT,) if imports_left else ()
+
+
+def rank(states: Sequence[FileState], programs: Sequence[Program], catalogue: Catalogue) -> tuple[Blocker, ...]:
+    """Every blocker, the one keeping most files from being fully migrated first (then most
+    programs, then by code)."""
+    files: dict[str, list[str]] = {}
+    only: Counter[str] = Counter()
+    findings: Counter[str] = Counter()
+    fixes: dict[str, set[str]] = {}
+    for state in states:
+        for code in state.blockers:
+            files.setdefault(code, []).append(state.path)
+            fixes.setdefault(code, set())
+        if len(state.blockers) == 1:
+            only[state.blockers[0]] += 1
+        for d in state.todo:
+            if d.code in fixes:
+                findings[d.code] += 1
+                fixes[d.code].add(d.fix.value)
+    blocked_programs: dict[str, list[str]] = {}
+    for program in programs:
+        for code in program.blockers:
+            blocked_programs.setdefault(code, []).append(program.path)
+    out = []
+    for code, paths in files.items():
+        rule = catalogue.by_code.get(code)
+        imports = rule is not None and rule.kind == "import"
+        out.append(Blocker(
+            code=code,
+            name=rule.name if rule is not None else "",
+            guidance=_KEPT_GUIDANCE if imports else (rule.summary if rule is not None else ""),
+            fixes=tuple(sorted(fixes[code])) or ("manual",),  # an import with no finding left: a human's
+            files=tuple(paths),
+            programs=tuple(blocked_programs.get(code, ())),
+            only=only[code],
+            findings=findings[code],
+        ))
+    out.sort(key=lambda b: (-len(b.files), -len(b.programs), b.code))
+    return tuple(out)
+
+
+def _folders(states: Sequence[FileState]) -> tuple[Folder, ...]:
+    counts: dict[str, Counter[str]] = {}
+    for state in states:
+        count = counts.setdefault(state.folder, Counter())
+        count[state.state] += 1
+        count["no-import"] += state.state != UNREADABLE and not state.imports_left
+    return tuple(Folder(path, c[MIGRATED], c[BLOCKED], c[UNREADABLE], c["no-import"]) for path, c in sorted(counts.items()))
+
+
+def _legacy_imports(path: str, text: bytes) -> list[tuple[int, str]]:
+    """(line, module) of each torch_xla / Optimum TPU import in a file's text (a notebook's:
+    in its code cells, numbered as the cells' lines are)."""
+    if path.endswith(".ipynb"):
+        from xla2tpu import notebook
+
+        try:
+            nb = notebook.load(text)
+        except notebook.NotebookError:
+            return [(0, NO_PARSE)]
+        sources = ["".join(cell.python) for cell in nb.cells if cell.kind == "python"]
+    else:
+        sources = [text]
+    found = []
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return [(0, NO_PARSE)]
+        found += [(line, name) for line, name in imported_modules(tree)
+                  if name.split(".")[0] == "torch_xla" or name.startswith("optimum.tpu")]
+    return found
+
+
+def _on_disk(path: str) -> bytes | None:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
