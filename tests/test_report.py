@@ -40,7 +40,7 @@ def test_blockers_are_ranked_by_files_then_programs_with_imports_attributed_to_t
     main = b'import torch_xla\n\nif __name__ == "__main__":\n    pass\n'
     results = [
         # XLA601 keeps torch_xla in a program: the import (XLA001) is its, not a blocker of its own.
-        _result("a/p1.py", _d("XLA601"), _d("XLA001"), _d("XLA101", FixClass.SAFE, fixed=True), new=main),
+        _result("a/p1.py", _d("XLA601"), _d("XLA606"), _d("XLA001"), _d("XLA101", FixClass.SAFE, fixed=True), new=main),
         _result("a/m1.py", _d("XLA932"), _d("XLA001"), new=b"import torch_xla.debug.metrics\n"),
         _result("b/m2.py", _d("XLA932"), _d("XLA202", FixClass.UNSAFE)),  # an unsafe fix not applied
         _result("b/p2.py", _d("XLA202", FixClass.UNSAFE), new=main),
@@ -58,16 +58,28 @@ def test_blockers_are_ranked_by_files_then_programs_with_imports_attributed_to_t
         ("XLA202", 2, 1, 1, ("unsafe",)),  # as many files as XLA932 and XLA001, more programs
         ("XLA001", 2, 0, 2, ("manual",)),
         ("XLA932", 2, 0, 1, ("manual",)),
-        ("XLA601", 1, 1, 1, ("manual",)),
+        ("XLA601", 1, 1, 0, ("manual",)),
+        ("XLA606", 1, 1, 0, ("manual",)),
     ]
     assert plan.blockers[1].files == ("b/m3.py", "c/m4.py")
     assert plan.blockers[1].guidance.startswith("kept for a use no rule names")
     f = plan.figures
     assert (f.with_idioms, f.fully_migrated, f.no_import_left, f.programs, f.programs_running, f.unreadable) == (7, 1, 2, 2, 0, 1)
-    assert (f.rewritten, f.left_for_a_human, f.files_scanned) == (3, 8, 20)
+    assert (f.rewritten, f.left_for_a_human, f.files_scanned) == (3, 9, 20)
     assert [(x.path, x.files, x.migrated, x.blocked, x.unreadable) for x in plan.folders] == [
         ("a", 2, 0, 2, 0), ("b", 4, 1, 3, 0), ("c", 2, 0, 1, 1)]
     assert [x.path for x in plan.unreadable] == ["c/bad.py"]
+    assert [p.path for p in plan.programs] == ["b/p2.py", "a/p1.py"]  # neither runs; p2 has one blocker, p1 two
+
+
+def test_a_big_tree_rolls_its_folders_up_to_fit_the_first_screen() -> None:
+    folders = [plan_mod.Folder(path, 1, 2, 0, 1) for path in (".", "src", "src/a", "src/a/x", "src/b", "test/unit")]
+    assert plan_mod.roll_up(folders, 10) == tuple(folders)  # they fit: every folder its own row
+    rolled = plan_mod.roll_up(folders, 4)  # src/a/x into src/a, then (5 rows > 4) src/* into src
+    assert [(f.path, f.migrated, f.blocked, f.no_import_left) for f in rolled] == [
+        (".", 1, 2, 1), ("src", 4, 8, 4), ("test", 1, 2, 1)]
+    shared = [plan_mod.Folder(path, 1, 0, 0, 1) for path in ("/r/p/a", "/r/p/b/c", "/r/p/b/d")]
+    assert [f.path for f in plan_mod.roll_up(shared, 1)] == ["/r/p/a", "/r/p/b"]  # below the folder all share
 
 
 def test_markdown_plan_on_the_fixture_repository(invoke, demo: Path) -> None:
@@ -158,6 +170,11 @@ def test_baseline_shows_files_newly_migrated_and_findings_gone_and_new(invoke, d
     assert "**New findings: 2** (XLA001 ×1, XLA106 ×1)" in since and "- `lib/devices.py`: XLA001 ×1, XLA106 ×1" in since
     after = json.loads((demo / "after.json").read_text())
     assert after["delta"]["newly_migrated"] == ["lib/sharding.py", "train/train_metrics.py"]
+    # The baseline may be the report being written: it is read before anything is written.
+    invoke("fix", "--diff", "--unsafe-fixes", "--baseline", "after.json", "--report", "after.json", ".")
+    again = json.loads((demo / "after.json").read_text())
+    assert again["delta"]["baseline"] == "after.json" and again["delta"]["newly_migrated"] == []
+    assert again["delta"]["figures"][0] == ["with_idioms", 7, 7]
 
 
 @pytest.mark.parametrize(("content", "message"), [

@@ -15,7 +15,9 @@ from html import escape
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.diagnostics import Diagnostic
 from xla2tpu.report.baseline import FIGURES
-from xla2tpu.report.plan import DEFINITIONS, MIGRATED, UNREADABLE, Blocker, Delta, FileState, Plan, by_file, by_rule
+from xla2tpu.report.plan import (
+    DEFINITIONS, MIGRATED, PROGRAM_ROWS, UNREADABLE, Blocker, Delta, FileState, Folder, Plan, Program, by_file, by_rule,
+)
 from xla2tpu.report.text import position
 
 CHART_ROWS = 10  # blockers drawn, so that the folders show on the first screen too; a table lists them all
@@ -93,7 +95,7 @@ def blocker_chart(blockers: Sequence[Blocker]) -> str:
     label_w, bar_w, value_w, row_h = 300, 560, 300, 24
     width, height = label_w + bar_w + value_w, row_h * len(shown) + 8
     most = max(len(b.files) for b in shown)
-    parts = [f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+    parts = [f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" style="max-width: 100%; height: auto" '
              f'aria-label="Blockers by files kept from being migrated" font-family="system-ui, sans-serif" font-size="13">']
     for i, b in enumerate(shown):
         y = 4 + i * row_h
@@ -151,36 +153,50 @@ def _delta(change: Delta) -> list[str]:
     return out
 
 
-def _folders(plan: Plan) -> list[str]:
-    out = ["<h2>Progress by folder</h2>",
-           f'<p class="legend note"><span style="background:{GREEN}"></span>fully migrated'
-           f'<span style="background:{ORANGE}"></span>blocked<span style="background:{GREY}"></span>could not be read</p>',
-           "<table><tr><th>Folder</th><th>Files</th><th>Fully migrated</th><th>Blocked</th><th>Not read</th>"
+def _folder_table(rows: Iterable[Folder]) -> str:
+    out = ["<table><tr><th>Folder</th><th>Files</th><th>Fully migrated</th><th>Blocked</th><th>Not read</th>"
            "<th>No torch_xla import left</th><th>Progress</th></tr>"]
-    for f in plan.folders:
+    for f in rows:
         bar = stacked_bar([(f.migrated, GREEN, f"{f.migrated} fully migrated"), (f.blocked, ORANGE, f"{f.blocked} blocked"),
                            (f.unreadable, GREY, f"{f.unreadable} could not be read")], f.files, 300, 14)
         share = round(100 * f.migrated / f.files) if f.files else 0
         out.append(f'<tr><td>{_code(f.path)}</td><td class="n">{f.files}</td><td class="n">{f.migrated}</td>'
                    f'<td class="n">{f.blocked}</td><td class="n">{f.unreadable}</td><td class="n">{f.no_import_left}</td>'
                    f"<td>{bar} {share}%</td></tr>")
-    out.append("</table>")
+    return "".join(out) + "</table>"
+
+
+def _folders(plan: Plan) -> list[str]:
+    out = ["<h2>Progress by folder</h2>",
+           f'<p class="legend note"><span style="background:{GREEN}"></span>fully migrated'
+           f'<span style="background:{ORANGE}"></span>blocked<span style="background:{GREY}"></span>could not be read</p>',
+           _folder_table(plan.areas)]
+    if plan.areas != plan.folders:  # rolled up: every folder is one click away
+        out.append(f"<details><summary>All {len(plan.folders)} folders</summary>{_folder_table(plan.folders)}</details>")
     return out
 
 
-def _programs(plan: Plan) -> list[str]:
-    running = sum(1 for p in plan.programs if p.runs)
-    out = ["<h2>Programs</h2>",
-           f"<p>{running} of {len(plan.programs)} programs (files with a <code>__main__</code> block) run on TorchTPU after this fix.</p>",
-           "<table><tr><th>Program</th><th>Verdict</th><th>Start it with, or what still blocks it</th></tr>"]
-    for p in sorted(plan.programs, key=lambda p: (not p.runs, p.path)):
+def _program_table(rows: Iterable[Program]) -> str:
+    out = ["<table><tr><th>Program</th><th>Verdict</th><th>Start it with, or what still blocks it</th></tr>"]
+    for p in rows:
         if p.runs:
             out.append(f'<tr><td>{_code(p.path)}</td><td class="runs">runs on TorchTPU</td><td>{_e(p.start())}</td></tr>')
         else:
             items = "".join(f"<li>{_e(item)}</li>" for item in p.items())
             out.append(f'<tr><td>{_code(p.path)}</td><td class="blocked">blocked by {_e(", ".join(p.blockers))}</td>'
                        f"<td><ul>{items}</ul></td></tr>")
-    out.append("</table>")
+    return "".join(out) + "</table>"
+
+
+def _programs(plan: Plan) -> list[str]:
+    running = sum(1 for p in plan.programs if p.runs)
+    out = ["<h2>Programs</h2>",
+           f"<p>{running} of {len(plan.programs)} programs (files with a <code>__main__</code> block) run on TorchTPU after this fix; "
+           "the blocked ones closest to running (fewest blockers) come first.</p>",
+           _program_table(plan.programs[:PROGRAM_ROWS])]
+    rest = plan.programs[PROGRAM_ROWS:]
+    if rest:
+        out.append(f"<details><summary>{len(rest)} more programs</summary>{_program_table(rest)}</details>")
     return out
 
 

@@ -16,7 +16,9 @@ from html import escape
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.diagnostics import Diagnostic
 from xla2tpu.report.baseline import FIGURES
-from xla2tpu.report.plan import DEFINITIONS, MIGRATED, UNREADABLE, Blocker, Delta, FileState, Plan, by_file, by_rule
+from xla2tpu.report.plan import (
+    DEFINITIONS, MIGRATED, PROGRAM_ROWS, UNREADABLE, Blocker, Delta, FileState, Folder, Plan, Program, by_file, by_rule,
+)
 from xla2tpu.report.text import position
 
 TITLE = "# torch_xla → TorchTPU migration report"
@@ -100,23 +102,38 @@ def delta(change: Delta) -> list[str]:
     return out
 
 
+def _folder_rows(rows: Iterable[Folder]) -> list[str]:
+    head = ["| Folder | Files | Fully migrated | Blocked | Not read | No torch_xla import left | Progress |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    return head + [f"| {_code(f.path)} | {f.files} | {f.migrated} | {f.blocked} | {f.unreadable} | {f.no_import_left} | "
+                   f"{bar(f.migrated, f.files)} |" for f in rows]
+
+
 def folders(plan: Plan) -> list[str]:
-    out = ["## Progress by folder", "", "| Folder | Files | Fully migrated | Blocked | Not read | No torch_xla import left | Progress |",
-           "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    out += [f"| {_code(f.path)} | {f.files} | {f.migrated} | {f.blocked} | {f.unreadable} | {f.no_import_left} | {bar(f.migrated, f.files)} |"
-            for f in plan.folders]
+    out = ["## Progress by folder", "", *_folder_rows(plan.areas)]
+    if plan.areas != plan.folders:  # rolled up: every folder is one click away
+        out += ["", f"<details><summary>All {len(plan.folders)} folders</summary>", "", *_folder_rows(plan.folders), "", "</details>"]
+    return out
+
+
+def _program_rows(rows: Iterable[Program]) -> list[str]:
+    out = ["| Program | Verdict | Start it with, or what still blocks it |", "| --- | --- | --- |"]
+    for p in rows:
+        if p.runs:
+            out.append(f"| {_code(p.path)} | runs on TorchTPU after this fix | {_cell(p.start())} |")
+        else:
+            out.append(f"| {_code(p.path)} | blocked by {', '.join(p.blockers)} | {_cell('; '.join(p.items()))} |")
     return out
 
 
 def programs(plan: Plan) -> list[str]:
     running = sum(1 for p in plan.programs if p.runs)
-    out = ["## Programs", "", f"{running} of {len(plan.programs)} programs (files with a `__main__` block) run on TorchTPU after this fix.",
-           "", "| Program | Verdict | Start it with, or what still blocks it |", "| --- | --- | --- |"]
-    for p in sorted(plan.programs, key=lambda p: (not p.runs, p.path)):
-        if p.runs:
-            out.append(f"| {_code(p.path)} | runs on TorchTPU after this fix | {_cell(p.start())} |")
-        else:
-            out.append(f"| {_code(p.path)} | blocked by {', '.join(p.blockers)} | {_cell('; '.join(p.items()))} |")
+    out = ["## Programs", "", f"{running} of {len(plan.programs)} programs (files with a `__main__` block) run on TorchTPU "
+           "after this fix; the blocked ones closest to running (fewest blockers) come first.", "",
+           *_program_rows(plan.programs[:PROGRAM_ROWS])]
+    rest = plan.programs[PROGRAM_ROWS:]
+    if rest:
+        out += ["", f"<details><summary>{len(rest)} more programs</summary>", "", *_program_rows(rest), "", "</details>"]
     return out
 
 

@@ -36,6 +36,8 @@ _MAIN = re.compile(rb"""^if\s+(?:__name__\s*==\s*["']__main__["']|["']__main__["
 _KEPT_GUIDANCE = "kept for a use no rule names: find that use, migrate it, then drop the import"
 NO_PARSE = "the file no longer parses"
 SHOWN_LINES = 4  # lines named per blocker of a program; the per-file detail has them all
+PROGRAM_ROWS = 20  # programs in the plan's table; the others are one click away
+AREA_ROWS = 30  # folders in the plan's progress table; deeper folders are rolled up into their parents
 # What the headline figures mean, as every report says it.
 DEFINITIONS = (
     "Fully migrated: no torch_xla / Optimum TPU import left and nothing left for a human. "
@@ -189,8 +191,9 @@ class Plan:
     fixed_by_class: tuple[tuple[str, int, int], ...]  # (fix class, fixed, left)
     files: tuple[FileState, ...]  # by path
     blockers: tuple[Blocker, ...]  # ranked
-    folders: tuple[Folder, ...]  # by path
-    programs: tuple[Program, ...]  # by path
+    folders: tuple[Folder, ...]  # every folder holding such files, by path
+    areas: tuple[Folder, ...]  # the folders rolled up to fit a first screen (roll_up), by path
+    programs: tuple[Program, ...]  # those that run first, then the blocked ones closest to running
     dry_run: bool
     delta: Delta | None = None
 
@@ -234,13 +237,15 @@ def build(results: Sequence[FileResult], files_scanned: int, written: set[str], 
         rewritten=sum(fixed.values()),
         left_for_a_human=sum(still.values()),
     )
+    folders = _folders(states)
     return Plan(
         figures=figures,
         fixed_by_class=tuple((fix.value, fixed[fix], still[fix]) for fix in FixClass),
         files=tuple(states),
         blockers=rank(states, programs, catalogue),
-        folders=_folders(states),
-        programs=tuple(programs),
+        folders=folders,
+        areas=roll_up(folders, AREA_ROWS),
+        programs=tuple(sorted(programs, key=lambda p: (not p.runs, len(p.blockers), p.path))),
         dry_run=dry_run,
     )
 
@@ -302,6 +307,29 @@ def _folders(states: Sequence[FileState]) -> tuple[Folder, ...]:
         count[state.state] += 1
         count["no-import"] += state.state != UNREADABLE and not state.imports_left
     return tuple(Folder(path, c[MIGRATED], c[BLOCKED], c[UNREADABLE], c["no-import"]) for path, c in sorted(counts.items()))
+
+
+def roll_up(folders: Sequence[Folder], rows: int) -> tuple[Folder, ...]:
+    """The folders summed up into their ancestors at the deepest level (counted below the
+    folder all share) that gives at most `rows` rows, or at the first level when even that
+    gives more: `test/spmd` and `test/pjrt` become `test` in a big repository."""
+    parts = [PurePath(f.path).parts if f.path != "." else () for f in folders]
+    shared = 0
+    while parts and all(len(p) > shared for p in parts) and len({p[shared] for p in parts}) == 1:
+        shared += 1
+    deepest = max((len(p) for p in parts), default=0)
+    for depth in range(deepest, shared, -1):
+        prefixes = {p[:depth] for p in parts}
+        if len(prefixes) <= rows or depth == shared + 1:
+            break
+    else:
+        return tuple(folders)
+    summed: dict[tuple[str, ...], list[int]] = {}
+    for folder, path in zip(folders, parts):
+        total = summed.setdefault(path[:depth], [0, 0, 0, 0])
+        for i, n in enumerate((folder.migrated, folder.blocked, folder.unreadable, folder.no_import_left)):
+            total[i] += n
+    return tuple(Folder(PurePath(*key).as_posix() if key else ".", *n) for key, n in sorted(summed.items()))
 
 
 def _legacy_imports(path: str, text: bytes) -> list[tuple[int, str]]:
