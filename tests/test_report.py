@@ -243,6 +243,6 @@ def test_html_report_renders_in_a_headless_browser(invoke, demo: Path, tmp_path_
     dom = _browse(browser, page, profile, "--dump-dom")
     assert dom.returncode == 0, dom.stderr.decode(errors="replace")[-2000:]
     text = dom.stdout.decode()
-    assert "XLA932 xla-metrics-counters" in text and "2 files · 1 only · 1 programs" in text  # the chart's top bar
+    assert "XLA932 xla-metrics-counters" in text and "2 files · 1 only · 1 program" in text  # the chart's top bar
     assert "<code>train</code>" in text and "<code>tools</code>" in text  # the folders
     assert "3 / 8" in text and "files fully migrated" in text

@@ -18,7 +18,7 @@ from xla2tpu.report.baseline import FIGURES
 from xla2tpu.report.plan import (
     DEFINITIONS, MIGRATED, PROGRAM_ROWS, UNREADABLE, Blocker, Delta, FileState, Folder, Plan, Program, by_file, by_rule,
 )
-from xla2tpu.report.text import position
+from xla2tpu.report.text import plural, position
 
 CHART_ROWS = 10  # blockers drawn, so that the folders show on the first screen too; a table lists them all
 # Colours: fully migrated, blocked, not read; a blocker's bar and its "only blocker" part.
@@ -69,7 +69,7 @@ def _cards(plan: Plan) -> list[str]:
     out = ['<div class="cards">']
     out += [f'<div class="card {kind}"><b>{_e(value)}</b>{_e(label)}</div>' for kind, value, label in cards]
     out.append("</div>")
-    out.append(f'<p class="note">{_e(DEFINITIONS)} {f.files_scanned} files scanned.'
+    out.append(f'<p class="note">{_e(DEFINITIONS)} {plural(f.files_scanned, "file")} scanned.'
                + (" Dry run (--diff): nothing was written; the figures say what this fix would do." if plan.dry_run else "")
                + "</p>")
     return out
@@ -103,12 +103,13 @@ def blocker_chart(blockers: Sequence[Blocker]) -> str:
         w = bar_w * files / most
         only_w = bar_w * b.only / most
         label = f"{b.code} {b.name}".strip()
-        parts.append(f'<g><title>{_e(label)}: {files} files, {b.only} only blocked by it, {len(b.programs)} programs. {_e(b.guidance)}</title>')
+        parts.append(f'<g><title>{_e(label)}: {plural(files, "file")}, {b.only} only blocked by it, '
+                     f'{plural(len(b.programs), "program")}. {_e(b.guidance)}</title>')
         parts.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end" fill="#1f2328">{_e(label)}</text>')
         parts.append(f'<rect x="{label_w}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" fill="{BAR}"/>')
         parts.append(f'<rect x="{label_w}" y="{y + 4}" width="{only_w:.1f}" height="{row_h - 8}" fill="{ONLY}"/>')
-        parts.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 16}" fill="#1f2328">{files} files · {b.only} only · '
-                     f'{len(b.programs)} programs</text></g>')
+        parts.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 16}" fill="#1f2328">{plural(files, "file")} · {b.only} only · '
+                     f'{plural(len(b.programs), "program")}</text></g>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -131,7 +132,7 @@ def _blocker_table(plan: Plan) -> list[str]:
         files = "".join(f"<li>{_code(p)}</li>" for p in b.files)
         out.append(f'<tr><td class="n">{i}</td><td>{_e(b.code)} {_code(b.name)}</td><td class="n">{len(b.files)}</td>'
                    f'<td class="n">{b.only}</td><td class="n">{len(b.programs)}</td><td>{_e(b.fix_label)}</td>'
-                   f"<td>{_e(b.guidance)}</td><td><details><summary>{len(b.files)} files</summary><ul>{files}</ul></details></td></tr>")
+                   f"<td>{_e(b.guidance)}</td><td><details><summary>{plural(len(b.files), 'file')}</summary><ul>{files}</ul></details></td></tr>")
     out.append("</table>")
     return out
 
@@ -239,9 +240,7 @@ def _file(state: FileState, catalogue: Catalogue, dry_run: bool) -> list[str]:
 def _detail(plan: Plan, catalogue: Catalogue) -> list[str]:
     out = ["<h2>Files</h2>"]
     for folder in plan.folders:
-        summary = (f"<b>{_e(folder.path)}</b>: {folder.files} files, {folder.migrated} fully migrated, {folder.blocked} blocked"
-                   + (f", {folder.unreadable} not read" if folder.unreadable else ""))
-        out.append(f"<details><summary>{summary}</summary>")
+        out.append(f"<details><summary><b>{_e(folder.path)}</b>: {_e(folder.describe())}</summary>")
         for state in plan.files:
             if state.folder == folder.path:
                 out += _file(state, catalogue, plan.dry_run)

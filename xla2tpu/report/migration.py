@@ -19,7 +19,7 @@ from xla2tpu.report.baseline import FIGURES
 from xla2tpu.report.plan import (
     DEFINITIONS, MIGRATED, PROGRAM_ROWS, UNREADABLE, Blocker, Delta, FileState, Folder, Plan, Program, by_file, by_rule,
 )
-from xla2tpu.report.text import position
+from xla2tpu.report.text import plural, position
 
 TITLE = "# torch_xla → TorchTPU migration report"
 TOP_BLOCKERS = 10  # rows in the first table; the rest are one click away
@@ -47,15 +47,14 @@ def bar(done: int, total: int) -> str:
 
 def headline(plan: Plan) -> list[str]:
     f = plan.figures
-    out = [
-        f"**{f.fully_migrated} of {f.with_idioms} files with torch_xla idioms fully migrated** by this fix · "
-        f"{f.no_import_left} with no torch_xla import left · "
-        f"**{f.programs_running} of {f.programs} programs run on TorchTPU** after it · "
-        f"{f.rewritten} findings {'would be ' if plan.dry_run else ''}rewritten, {f.left_for_a_human} left for a human · "
-        f"{f.files_scanned} files scanned, {f.unreadable} could not be read",
-        "",
-        f"_{DEFINITIONS}_",
-    ]
+    parts = [f"**{f.fully_migrated} of {f.with_idioms} files with torch_xla idioms fully migrated** by this fix",
+             f"{f.no_import_left} with no torch_xla import left"]
+    if f.programs:
+        verb = "runs" if f.programs == 1 else "run"
+        parts.append(f"**{f.programs_running} of {plural(f.programs, 'program')} {verb} on TorchTPU** after it")
+    parts += [f"{f.rewritten} findings {'would be ' if plan.dry_run else ''}rewritten, {f.left_for_a_human} left for a human",
+              f"{plural(f.files_scanned, 'file')} scanned, {f.unreadable} could not be read"]
+    out = [" · ".join(parts), "", f"_{DEFINITIONS}_"]
     if plan.dry_run:
         out += ["", "_Dry run (`--diff`): nothing was written; the figures say what this fix would do._"]
     return out
@@ -213,9 +212,7 @@ def detail(plan: Plan, catalogue: Catalogue) -> list[str]:
     out = ["## Files", ""]
     for folder in plan.folders:
         # A <summary> is HTML, not Markdown: the folder name is escaped as HTML.
-        summary = (f"<b>{escape(folder.path)}</b>: {folder.files} files, {folder.migrated} fully migrated, "
-                   f"{folder.blocked} blocked" + (f", {folder.unreadable} not read" if folder.unreadable else ""))
-        out += [f"<details><summary>{summary}</summary>", ""]
+        out += [f"<details><summary><b>{escape(folder.path)}</b>: {folder.describe()}</summary>", ""]
         for state in plan.files:
             if state.folder == folder.path:
                 out += [*_file(state, catalogue, plan.dry_run), ""]

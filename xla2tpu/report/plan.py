@@ -27,7 +27,7 @@ from pathlib import Path, PurePath
 from xla2tpu.ast_blocks import imported_modules
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
-from xla2tpu.report.text import position
+from xla2tpu.report.text import plural, position
 
 MIGRATED, BLOCKED, UNREADABLE = "migrated", "blocked", "unreadable"
 KEPT_IMPORT = "XLA001"  # the rule of a torch_xla import that is still used
@@ -93,6 +93,11 @@ class Folder:
     @property
     def files(self) -> int:
         return self.migrated + self.blocked + self.unreadable
+
+    def describe(self) -> str:
+        """`3 files, 1 fully migrated, 2 blocked` (and how many could not be read)."""
+        return (f"{plural(self.files, 'file')}, {self.migrated} fully migrated, {self.blocked} blocked"
+                + (f", {self.unreadable} not read" if self.unreadable else ""))
 
 
 @dataclass(frozen=True)
