@@ -204,6 +204,8 @@ def test_html_is_self_contained_and_escapes_every_text(invoke, tmp_path: Path) -
     assert "a<b" not in page and "x<y>" not in page
     assert "<script" not in page and "http://" not in page and "https://" not in page and "src=" not in page
     assert page.count("<svg") == 2  # the blocker chart and the folder's bar
+    # The catalogue's `code` spans (in the rule summaries and messages) become <code>.
+    assert "<code>met.counter_value</code> / <code>metric_data</code>" in page and "`" not in page
 
 
 def _chromium() -> str:

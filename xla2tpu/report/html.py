@@ -9,6 +9,7 @@ screen: one column, at most 1200 pixels wide.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from html import escape
 
@@ -24,6 +25,7 @@ CHART_ROWS = 10  # blockers drawn, so that the folders show on the first screen 
 # Colours: fully migrated, blocked, not read; a blocker's bar and its "only blocker" part.
 GREEN, ORANGE, GREY = "#2e8540", "#e8912d", "#9aa0a6"
 BAR, ONLY = "#f3b3a6", "#c9372c"
+_INLINE_CODE = re.compile(r"`([^`]+)`")
 
 _CSS = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2328; margin: 0; background: #f6f8fa; }
@@ -40,6 +42,7 @@ table { border-collapse: collapse; width: 100%; margin: 8px 0; font-size: 14px; 
 th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f6f8fa; }
 td.n { text-align: right; white-space: nowrap; }
+td.path { min-width: 20em; }
 code { font: 13px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
 details { margin: 6px 0; }
 summary { cursor: pointer; }
@@ -54,6 +57,11 @@ def _e(text: object) -> str:
 
 def _code(text: str) -> str:
     return f"<code>{_e(text)}</code>"
+
+
+def _inline(text: str) -> str:
+    """A rule's text, escaped, with its `code` spans (Markdown in the catalogue) as <code>."""
+    return _INLINE_CODE.sub(r"<code>\1</code>", _e(text))
 
 
 def _cards(plan: Plan) -> list[str]:
@@ -104,7 +112,7 @@ def blocker_chart(blockers: Sequence[Blocker]) -> str:
         only_w = bar_w * b.only / most
         label = f"{b.code} {b.name}".strip()
         parts.append(f'<g><title>{_e(label)}: {plural(files, "file")}, {b.only} only blocked by it, '
-                     f'{plural(len(b.programs), "program")}. {_e(b.guidance)}</title>')
+                     f'{plural(len(b.programs), "program")}. {_e(b.guidance.replace("`", ""))}</title>')  # a tooltip is plain text
         parts.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end" fill="#1f2328">{_e(label)}</text>')
         parts.append(f'<rect x="{label_w}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" fill="{BAR}"/>')
         parts.append(f'<rect x="{label_w}" y="{y + 4}" width="{only_w:.1f}" height="{row_h - 8}" fill="{ONLY}"/>')
@@ -132,7 +140,7 @@ def _blocker_table(plan: Plan) -> list[str]:
         files = "".join(f"<li>{_code(p)}</li>" for p in b.files)
         out.append(f'<tr><td class="n">{i}</td><td>{_e(b.code)} {_code(b.name)}</td><td class="n">{len(b.files)}</td>'
                    f'<td class="n">{b.only}</td><td class="n">{len(b.programs)}</td><td>{_e(b.fix_label)}</td>'
-                   f"<td>{_e(b.guidance)}</td><td><details><summary>{plural(len(b.files), 'file')}</summary><ul>{files}</ul></details></td></tr>")
+                   f"<td>{_inline(b.guidance)}</td><td><details><summary>{plural(len(b.files), 'file')}</summary><ul>{files}</ul></details></td></tr>")
     out.append("</table>")
     return out
 
@@ -161,7 +169,7 @@ def _folder_table(rows: Iterable[Folder]) -> str:
         bar = stacked_bar([(f.migrated, GREEN, f"{f.migrated} fully migrated"), (f.blocked, ORANGE, f"{f.blocked} blocked"),
                            (f.unreadable, GREY, f"{f.unreadable} could not be read")], f.files, 300, 14)
         share = round(100 * f.migrated / f.files) if f.files else 0
-        out.append(f'<tr><td>{_code(f.path)}</td><td class="n">{f.files}</td><td class="n">{f.migrated}</td>'
+        out.append(f'<tr><td class="path">{_code(f.path)}</td><td class="n">{f.files}</td><td class="n">{f.migrated}</td>'
                    f'<td class="n">{f.blocked}</td><td class="n">{f.unreadable}</td><td class="n">{f.no_import_left}</td>'
                    f"<td>{bar} {share}%</td></tr>")
     return "".join(out) + "</table>"
@@ -181,10 +189,10 @@ def _program_table(rows: Iterable[Program]) -> str:
     out = ["<table><tr><th>Program</th><th>Verdict</th><th>Start it with, or what still blocks it</th></tr>"]
     for p in rows:
         if p.runs:
-            out.append(f'<tr><td>{_code(p.path)}</td><td class="runs">runs on TorchTPU</td><td>{_e(p.start())}</td></tr>')
+            out.append(f'<tr><td class="path">{_code(p.path)}</td><td class="runs">runs on TorchTPU</td><td>{_e(p.start())}</td></tr>')
         else:
             items = "".join(f"<li>{_e(item)}</li>" for item in p.items())
-            out.append(f'<tr><td>{_code(p.path)}</td><td class="blocked">blocked by {_e(", ".join(p.blockers))}</td>'
+            out.append(f'<tr><td class="path">{_code(p.path)}</td><td class="blocked">blocked by {_e(", ".join(p.blockers))}</td>'
                        f"<td><ul>{items}</ul></td></tr>")
     return "".join(out) + "</table>"
 
@@ -213,7 +221,7 @@ def _rows(rows: Iterable[Diagnostic], catalogue: Catalogue, fix_column: bool) ->
         rule = catalogue.by_code.get(d.code)
         name = f" {_code(rule.name)}" if rule else ""
         fix = f"<td>{_e(d.fix.value)}</td>" if fix_column else ""
-        out.append(f"<tr><td class=\"n\">{_e(position(d))}</td><td>{_e(d.code)}{name}</td>{fix}<td>{_e(d.message)}</td></tr>")
+        out.append(f"<tr><td class=\"n\">{_e(position(d))}</td><td>{_e(d.code)}{name}</td>{fix}<td>{_inline(d.message)}</td></tr>")
     return "".join(out)
 
 
