@@ -15,7 +15,7 @@ from tests.png import pixels
 from xla2tpu import catalogue as catalogue_mod
 from xla2tpu import cli
 from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
-from xla2tpu.report import html, plan as plan_mod
+from xla2tpu.report import html, migration, plan as plan_mod
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "report" / "demo"
 TITLE = "# torch_xla → TorchTPU migration report\n"
@@ -104,6 +104,17 @@ def test_markdown_plan_on_the_fixture_repository(invoke, demo: Path) -> None:
     assert files.count("<details><summary><b>") == 3
     assert "<details><summary><b>lib</b>: 2 files, 1 fully migrated, 1 blocked</summary>" in files
     assert "### `lib/devices.py`: fully migrated" in files and "### `lib/sharding.py`: blocked by XLA107, XLA703, XLA708" in files
+
+
+def test_the_plan_shows_the_top_blockers_first_and_the_rest_after_the_progress(invoke, demo: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(migration, "TOP_BLOCKERS", 2)
+    report = invoke("fix", "--unsafe-fixes", "--report", "-", ".").stdout
+    top = report.split("## Blockers\n")[1].split("\n## ")[0]
+    assert top.count("\n| ") == 4 and "6 more below, under _All blockers_." in top  # header, rule line, 2 rows
+    assert report.index("## Progress by folder") < report.index("## Programs") < report.index("## All blockers")
+    rest = report.split("## All blockers\n")[1].split("\n## ")[0]
+    assert "<details><summary>6 more blockers</summary>" in rest and "| 3 | XLA606 `world-size` | 1 | 0 | 1 | manual |" in rest
 
 
 def test_report_to_stdout_sends_the_diff_and_findings_to_stderr(invoke, demo: Path) -> None:

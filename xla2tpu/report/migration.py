@@ -1,9 +1,11 @@
 """`xla2tpu fix --report FILE.md` (or `-`): the plan (plan.py) as Markdown, for a pull
 request, a CI job summary or a lead planning the work.
 
-The plan comes first, short enough for a first screen: the headline figures with their
-definitions, the blockers ranked by the files they keep on torch_xla, what changed since
-the baseline, progress per folder and per program, the files that could not be read.
+The plan comes first, its top short enough for a first screen (also as plain text, as
+`--report -` shows it in a CI log): the headline figures with their definitions, the top
+blockers ranked by the files they keep on torch_xla, what changed since the baseline,
+progress per folder and per program; then the rest of the blockers with the files each
+keeps, and the files that could not be read.
 The per-file detail follows, one collapsed `<details>` section per folder, so that a
 300-file repository reads as a page. `plan_only` is what goes to `$GITHUB_STEP_SUMMARY`.
 """
@@ -65,23 +67,33 @@ def _blocker_row(rank: int, b: Blocker) -> str:
     return f"| {rank} | {rule} | {len(b.files)} | {b.only} | {len(b.programs)} | {b.fix_label} | {_cell(b.guidance)} |"
 
 
+_BLOCKER_HEAD = ["| # | Rule | Files | Only blocker | Programs | Fix | What to do |", "| ---: | --- | ---: | ---: | ---: | --- | --- |"]
+
+
 def blockers(plan: Plan) -> list[str]:
+    """The top of the ranking: what a lead reads first."""
     if not plan.blockers:
         return ["## Blockers", "", "Nothing blocks the migration: every file with torch_xla idioms is fully migrated by this fix."]
-    head = ["| # | Rule | Files | Only blocker | Programs | Fix | What to do |", "| ---: | --- | ---: | ---: | ---: | --- | --- |"]
     out = ["## Blockers", "",
            "Ranked by the files each keeps from being fully migrated; _only blocker_: files that fixing this rule alone migrates.",
-           "", *head]
+           "", *_BLOCKER_HEAD]
     out += [_blocker_row(i, b) for i, b in enumerate(plan.blockers[:TOP_BLOCKERS], 1)]
+    if len(plan.blockers) > TOP_BLOCKERS:
+        out += ["", f"{len(plan.blockers) - TOP_BLOCKERS} more below, under _All blockers_."]
+    return out
+
+
+def all_blockers(plan: Plan) -> list[str]:
+    """The rest of the ranking and the files each blocker keeps, after the progress sections."""
+    out = ["## All blockers", ""]
     rest = plan.blockers[TOP_BLOCKERS:]
     if rest:
-        out += ["", f"<details><summary>{len(rest)} more blockers</summary>", "", *head]
+        out += [f"<details><summary>{len(rest)} more blockers</summary>", "", *_BLOCKER_HEAD]
         out += [_blocker_row(i, b) for i, b in enumerate(rest, TOP_BLOCKERS + 1)]
-        out += ["", "</details>"]
-    out += ["", "<details><summary>The files each blocker keeps from being migrated</summary>", ""]
+        out += ["", "</details>", ""]
+    out += ["<details><summary>The files each blocker keeps from being migrated</summary>", ""]
     out += [f"- **{b.code}** ({len(b.files)}): {_files(b.files)}" for b in plan.blockers]
-    out += ["", "</details>"]
-    return out
+    return out + ["", "</details>"]
 
 
 def delta(change: Delta) -> list[str]:
@@ -156,6 +168,8 @@ def sections(plan: Plan) -> list[list[str]]:
         out.append(folders(plan))
     if plan.programs:
         out.append(programs(plan))
+    if plan.blockers:
+        out.append(all_blockers(plan))
     if plan.unreadable:
         out.append(unreadable(plan))
     out.append(fix_classes(plan))
