@@ -39,13 +39,13 @@ def _result(path: str, *diagnostics: Diagnostic, new: bytes | None = b"import to
 def test_blockers_are_ranked_by_files_then_programs_with_imports_attributed_to_their_uses() -> None:
     main = b'import torch_xla\n\nif __name__ == "__main__":\n    pass\n'
     results = [
+        # Only the import left: the use that keeps it is code no rule names.
+        _result("b/m3.py", _d("XLA001"), new=b"import torch_xla\nX = torch_xla\n"),
         # XLA601 keeps torch_xla in a program: the import (XLA001) is its, not a blocker of its own.
         _result("a/p1.py", _d("XLA601"), _d("XLA606"), _d("XLA001"), _d("XLA101", FixClass.SAFE, fixed=True), new=main),
         _result("a/m1.py", _d("XLA932"), _d("XLA001"), new=b"import torch_xla.debug.metrics\n"),
         _result("b/m2.py", _d("XLA932"), _d("XLA202", FixClass.UNSAFE)),  # an unsafe fix not applied
         _result("b/p2.py", _d("XLA202", FixClass.UNSAFE), new=main),
-        # Only the import left: the use that keeps it is code no rule names.
-        _result("b/m3.py", _d("XLA001"), new=b"import torch_xla\nX = torch_xla\n"),
         _result("b/done.py", _d("XLA101", FixClass.SAFE, fixed=True)),
         # A torch_xla import left with no finding at all counts under XLA001.
         _result("c/m4.py", _d("XLA101", FixClass.SAFE, fixed=True), new=b"from torch_xla import runtime\n"),
@@ -53,13 +53,13 @@ def test_blockers_are_ranked_by_files_then_programs_with_imports_attributed_to_t
     ]
     written = {r.path for r in results if r.new_source is not None}
     plan = plan_mod.build(results, 20, written, catalogue_mod.load(), dry_run=False)
-    ranked = [(b.code, len(b.files), len(b.programs), b.only, b.fixes) for b in plan.blockers]
+    ranked = [(b.code, len(b.files), len(b.programs), b.only, b.fixes, b.findings) for b in plan.blockers]
     assert ranked == [
-        ("XLA202", 2, 1, 1, ("unsafe",)),  # as many files as XLA932 and XLA001, more programs
-        ("XLA001", 2, 0, 2, ("manual",)),
-        ("XLA932", 2, 0, 1, ("manual",)),
-        ("XLA601", 1, 1, 0, ("manual",)),
-        ("XLA606", 1, 1, 0, ("manual",)),
+        ("XLA202", 2, 1, 1, ("unsafe",), 2),  # as many files as XLA932 and XLA001, more programs
+        ("XLA001", 2, 0, 2, ("manual",), 1),  # m3's finding; the imports p1 and m1 keep are their uses'
+        ("XLA932", 2, 0, 1, ("manual",), 2),
+        ("XLA601", 1, 1, 0, ("manual",), 1),
+        ("XLA606", 1, 1, 0, ("manual",), 1),
     ]
     assert plan.blockers[1].files == ("b/m3.py", "c/m4.py")
     assert plan.blockers[1].guidance.startswith("kept for a use no rule names")

@@ -247,7 +247,7 @@ def build(results: Sequence[FileResult], files_scanned: int, written: set[str], 
         figures=figures,
         fixed_by_class=tuple((fix.value, fixed[fix], still[fix]) for fix in FixClass),
         files=tuple(states),
-        blockers=rank(states, programs, catalogue),
+        blockers=_rank(states, programs, catalogue),
         folders=folders,
         areas=roll_up(folders, AREA_ROWS),
         programs=tuple(sorted(programs, key=lambda p: (not p.runs, len(p.blockers), p.path))),
@@ -266,7 +266,7 @@ def _blockers(todo: Iterable[Diagnostic], imports_left: Sequence[tuple[int, str]
     return (KEPT_IMPORT,) if imports_left else ()
 
 
-def rank(states: Sequence[FileState], programs: Sequence[Program], catalogue: Catalogue) -> tuple[Blocker, ...]:
+def _rank(states: Sequence[FileState], programs: Sequence[Program], catalogue: Catalogue) -> tuple[Blocker, ...]:
     """Every blocker, the one keeping most files from being fully migrated first (then most
     programs, then by code)."""
     files: dict[str, list[str]] = {}
@@ -280,7 +280,7 @@ def rank(states: Sequence[FileState], programs: Sequence[Program], catalogue: Ca
         if len(state.blockers) == 1:
             only[state.blockers[0]] += 1
         for d in state.todo:
-            if d.code in fixes:
+            if d.code in state.blockers:  # an import kept by a use is that use's, not counted again
                 findings[d.code] += 1
                 fixes[d.code].add(d.fix.value)
     blocked_programs: dict[str, list[str]] = {}
