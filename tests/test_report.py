@@ -170,7 +170,8 @@ def test_baseline_shows_files_newly_migrated_and_findings_gone_and_new(invoke, d
     (demo / "lib" / "sharding.py").write_text("def shard(t):\n    return t\n")
     devices = demo / "lib" / "devices.py"
     devices.write_text(devices.read_text() + "\n\ndef kinds():\n    return xm.get_xla_supported_devices()\n")
-    result = invoke("fix", "--diff", "--unsafe-fixes", "--baseline", "before.json", "--report", "-", "--report", "after.json", ".")
+    result = invoke("fix", "--diff", "--unsafe-fixes", "--baseline", "before.json", "--report", "-", "--report", "after.json",
+                    "--report", "after.html", ".")
     assert result.exit_code == 1
     since = result.stdout.split("## Since the baseline (`before.json`)")[1].split("\n## ")[0]
     assert "| Files fully migrated | 3 | 3 |" in since  # train_metrics.py in, devices.py out; sharding.py no longer listed
@@ -179,6 +180,10 @@ def test_baseline_shows_files_newly_migrated_and_findings_gone_and_new(invoke, d
     assert "**Findings gone: 7** (XLA001 ×3, XLA107 ×1, XLA703 ×1, XLA708 ×1, XLA932 ×1)" in since
     assert "- `train/train_metrics.py`: XLA001 ×1, XLA932 ×1" in since
     assert "**New findings: 2** (XLA001 ×1, XLA106 ×1)" in since and "- `lib/devices.py`: XLA001 ×1, XLA106 ×1" in since
+    page = (demo / "after.html").read_text()
+    assert "<b>Newly migrated (2):</b> <code>lib/sharding.py</code>, <code>train/train_metrics.py</code>" in page
+    assert "<b>Findings gone: 7</b> (XLA001 ×3, XLA107 ×1, XLA703 ×1, XLA708 ×1, XLA932 ×1)" in page
+    assert "<li><code>lib/devices.py</code>: XLA001 ×1, XLA106 ×1</li>" in page
     after = json.loads((demo / "after.json").read_text())
     assert after["delta"]["newly_migrated"] == ["lib/sharding.py", "train/train_metrics.py"]
     # The baseline may be the report being written: it is read before anything is written.
