@@ -23,8 +23,10 @@ TITLE = "# torch_xla → TorchTPU migration report\n"
 
 @pytest.fixture
 def demo(tmp_path: Path) -> Path:
-    """A copy of the fixture repository, as the working directory of `invoke`."""
+    """A copy of the fixture repository, as the working directory of `invoke`, with a file
+    that does not parse (written here: the suite reads every fixture as Python)."""
     shutil.copytree(DEMO, tmp_path, dirs_exist_ok=True)
+    (tmp_path / "tools" / "broken.py").write_text("import torch_xla.core.xla_model as xm\n\ndef broken(:\n    xm.mark_step()\n")
     return tmp_path
 
 
