@@ -30,8 +30,8 @@ def demo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _d(code: str, fix: FixClass = FixClass.MANUAL, fixed: bool = False, line: int = 1) -> Diagnostic:
-    return Diagnostic(line, 1, code, f"{code} message", fix, fixed)
+def _d(code: str, fix: FixClass = FixClass.MANUAL, fixed: bool = False, because: str = "") -> Diagnostic:
+    return Diagnostic(1, 1, code, f"{code} message" + (f" [because {because}]" if because else ""), fix, fixed)
 
 
 def _result(path: str, *diagnostics: Diagnostic, new: bytes | None = b"import torch\n") -> FileResult:
@@ -44,8 +44,10 @@ def test_blockers_are_ranked_by_files_then_programs_with_imports_attributed_to_t
         # Only the import left: the use that keeps it is code no rule names.
         _result("b/m3.py", _d("XLA001"), new=b"import torch_xla\nX = torch_xla\n"),
         # XLA601 keeps torch_xla in a program: the import (XLA001) is its, not a blocker of its own.
-        _result("a/p1.py", _d("XLA601"), _d("XLA606"), _d("XLA001"), _d("XLA101", FixClass.SAFE, fixed=True), new=main),
-        _result("a/m1.py", _d("XLA932"), _d("XLA001"), new=b"import torch_xla.debug.metrics\n"),
+        # Its XLA606 is manual only because of the launch (the fact its message names).
+        _result("a/p1.py", _d("XLA601"), _d("XLA606", because="processes=spawn (line 3 `xmp.spawn(f)`)"), _d("XLA001"),
+                _d("XLA101", FixClass.SAFE, fixed=True), new=main),
+        _result("a/m1.py", _d("XLA932", because="hardware=tpu"), _d("XLA001"), new=b"import torch_xla.debug.metrics\n"),
         _result("b/m2.py", _d("XLA932"), _d("XLA202", FixClass.UNSAFE)),  # an unsafe fix not applied
         _result("b/p2.py", _d("XLA202", FixClass.UNSAFE), new=main),
         _result("b/done.py", _d("XLA101", FixClass.SAFE, fixed=True)),
@@ -72,6 +74,9 @@ def test_blockers_are_ranked_by_files_then_programs_with_imports_attributed_to_t
         ("a", 2, 0, 2, 0), ("b", 4, 1, 3, 0), ("c", 2, 0, 1, 1)]
     assert [x.path for x in plan.unreadable] == ["c/bad.py"]
     assert [p.path for p in plan.programs] == ["b/p2.py", "a/p1.py"]  # neither runs; p2 has one blocker, p1 two
+    assert plan.launch == plan_mod.Launch(("a/p1.py",), (("XLA606", 1),), 1)  # the launch is all p1 has left
+    assert plan.launch.describe().startswith("The torch_xla launch holds back findings in 1 file (XLA606 in 1): ")
+    assert plan.launch.describe().endswith("; in 1 of these files nothing else is left.")
 
 
 def test_a_big_tree_rolls_its_folders_up_to_fit_the_first_screen() -> None:
@@ -97,6 +102,7 @@ def test_markdown_plan_on_the_fixture_repository(invoke, demo: Path) -> None:
     assert rows[0].startswith("| 1 | XLA932 `xla-metrics-counters` | 2 | 1 | 1 | manual | ")
     assert rows[1].startswith("| 2 | XLA601 `xla-spawn` | 1 | 0 | 1 | manual | ")
     assert "- **XLA932** (2): `tools/counters.py`, `train/train_metrics.py`" in plan
+    assert "**The torch_xla launch holds back findings in 1 file (XLA606 in 1): " in plan
     assert "| `train` | 4 | 2 | 2 | 0 | 2 | ▓▓▓▓▓░░░░░ 50% |" in plan
     assert "| `tools` | 3 | 0 | 2 | 1 | 0 | ░░░░░░░░░░ 0% |" in plan
     assert "| `train/train_simple.py` | runs on TorchTPU after this fix | python train/train_simple.py (as before) |" in plan

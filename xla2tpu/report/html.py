@@ -47,6 +47,7 @@ code { font: 13px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; over
 details { margin: 6px 0; }
 summary { cursor: pointer; }
 .legend span { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 14px; vertical-align: -1px; }
+.launch { border-left: 4px solid #c9372c; padding: 4px 10px; background: #fdf3f1; }
 .runs { color: #2e8540; font-weight: 600; } .blocked { color: #c9372c; font-weight: 600; }
 """
 
@@ -126,11 +127,15 @@ def _chart(plan: Plan) -> list[str]:
     out = ["<h2>Blockers</h2>"]
     if not plan.blockers:
         return out + ["<p>Nothing blocks the migration: every file with torch_xla idioms is fully migrated by this fix.</p>"]
-    more = len(plan.blockers) - CHART_ROWS
-    return out + [f'<p class="note">Ranked by the files each keeps from being fully migrated. '
-                  f'<span class="legend"><span style="background:{ONLY}"></span>files it alone blocks (fixing it migrates them)'
-                  f'<span style="background:{BAR}"></span>files it blocks with others</span></p>',
-                  blocker_chart(plan.blockers)] + ([f'<p class="note">{more} more in the table of all blockers below.</p>'] if more > 0 else [])
+    out += [f'<p class="note">Ranked by the files each keeps from being fully migrated. '
+            f'<span class="legend"><span style="background:{ONLY}"></span>files it alone blocks (fixing it migrates them)'
+            f'<span style="background:{BAR}"></span>files it blocks with others</span></p>',
+            blocker_chart(plan.blockers)]
+    if len(plan.blockers) > CHART_ROWS:
+        out.append(f'<p class="note">{len(plan.blockers) - CHART_ROWS} more in the table of all blockers below.</p>')
+    if plan.launch.files:
+        out.append(f'<p class="launch">{_e(plan.launch.describe())}</p>')
+    return out
 
 
 def _blocker_table(plan: Plan) -> list[str]:

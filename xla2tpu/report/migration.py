@@ -80,6 +80,8 @@ def blockers(plan: Plan) -> list[str]:
     out += [_blocker_row(i, b) for i, b in enumerate(plan.blockers[:TOP_BLOCKERS], 1)]
     if len(plan.blockers) > TOP_BLOCKERS:
         out += ["", f"{len(plan.blockers) - TOP_BLOCKERS} more below, under _All blockers_."]
+    if plan.launch.files:
+        out += ["", f"**{_cell(plan.launch.describe())}**"]
     return out
 
 

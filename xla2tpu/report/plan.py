@@ -12,7 +12,11 @@ Definitions (the report repeats them):
   keep it, and counts as a blocker itself only where nothing else is left, i.e. where the
   use that keeps it is code no rule names. A torch_xla import left with no finding at all
   (its rule deselected) counts under XLA001 too;
-- blockers are ranked by the files they keep from being fully migrated, then the programs.
+- blockers are ranked by the files they keep from being fully migrated, then the programs;
+- a blocker is **held by the launch** in a file when each of its findings there is left for
+  a human only because the file's processes start with a torch_xla launch (the message
+  names the `processes=spawn` fact, see conditions.explained): it stays that rule's in the
+  ranking, and the plan says how much migrating the launch (XLA601, XLA602) would free.
 """
 
 from __future__ import annotations
@@ -27,15 +31,20 @@ from pathlib import Path, PurePath
 from xla2tpu.ast_blocks import imported_modules
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
+from xla2tpu.facts import Fact
 from xla2tpu.report.text import plural, position
 
 MIGRATED, BLOCKED, UNREADABLE = "migrated", "blocked", "unreadable"
 KEPT_IMPORT = "XLA001"  # the rule of a torch_xla import that is still used
 _LAUNCH = "XLA601"  # its fix writes the TorchTPU launch (transforms/launch.py)
+LAUNCH_RULES = frozenset({_LAUNCH, "XLA602"})  # xmp.spawn / torch_xla.launch, pjrt.run_multiprocess
+# A finding decided by a fact names it after this (conditions.explained); the launch fact's value:
+_BECAUSE, _SPAWNED = "[because ", Fact("processes", "spawn").describe()
 _MAIN = re.compile(rb"""^if\s+(?:__name__\s*==\s*["']__main__["']|["']__main__["']\s*==\s*__name__)\s*:""", re.M)
 _KEPT_GUIDANCE = "kept for a use no rule names: find that use, migrate it, then drop the import"
 NO_PARSE = "the file no longer parses"
 SHOWN_LINES = 4  # lines named per blocker of a program; the per-file detail has them all
+SHOWN_RULES = 5  # rules named in the launch's sentence
 PROGRAM_ROWS = 20  # programs in the plan's table; the others are one click away
 AREA_ROWS = 30  # folders in the plan's progress table; deeper folders are rolled up into their parents
 # What the headline figures mean, as every report says it.
@@ -57,10 +66,33 @@ class FileState:
     imports_left: tuple[tuple[int, str], ...]  # (line, module) of torch_xla / Optimum TPU imports after the fix
     blockers: tuple[str, ...]  # rule codes, attributed as the module docstring says
     error: str | None = None
+    held: tuple[str, ...] = ()  # the blockers whose findings all wait for the torch_xla launch to be migrated
 
     @property
     def folder(self) -> str:
         return PurePath(self.path).parent.as_posix()
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What the torch_xla launches hold back: findings a fix leaves for a human only because
+    the file's processes start with `xmp.spawn` & co. (their message says `processes=spawn`);
+    once the launch is migrated they are fixed like any other."""
+
+    files: tuple[str, ...]  # files with such findings
+    rules: tuple[tuple[str, int], ...]  # (code, files), the most first
+    only: int  # files in which the launch and what it holds back are all that is left
+
+    def describe(self) -> str:
+        """One plain sentence for the plan (empty when no launch holds anything back)."""
+        if not self.files:
+            return ""
+        rules = ", ".join(f"{code} in {n}" for code, n in self.rules[:SHOWN_RULES])
+        more = ", …" if len(self.rules) > SHOWN_RULES else ""
+        return (f"The torch_xla launch holds back findings in {plural(len(self.files), 'file')} ({rules}{more}): they are "
+                "left for a human only because those files' processes start with xmp.spawn, torch_xla.launch or "
+                f"run_multiprocess. Migrate the launch ({', '.join(sorted(LAUNCH_RULES))}) and they are fixed like the others"
+                + (f"; in {self.only} of these files nothing else is left." if self.only else "."))
 
 
 @dataclass(frozen=True)
@@ -199,6 +231,7 @@ class Plan:
     folders: tuple[Folder, ...]  # every folder holding such files, by path
     areas: tuple[Folder, ...]  # the folders rolled up to fit a first screen (roll_up), by path
     programs: tuple[Program, ...]  # those that run first, then the blocked ones closest to running
+    launch: Launch
     dry_run: bool
     delta: Delta | None = None
 
@@ -224,7 +257,8 @@ def build(results: Sequence[FileResult], files_scanned: int, written: set[str], 
         left = tuple(_legacy_imports(result.path, text)) if text is not None else ()
         codes = _blockers(todo, left, import_rules)
         migrated = not (todo or left or result.error)
-        states.append(FileState(result.path, MIGRATED if migrated else BLOCKED, done, todo, left, codes, result.error))
+        held = tuple(c for c in codes if _all_held([d for d in todo if d.code == c]))
+        states.append(FileState(result.path, MIGRATED if migrated else BLOCKED, done, todo, left, codes, result.error, held))
         if not result.error and text is not None and _MAIN.search(text) is not None:
             launched = any(d.code == _LAUNCH for d in done)
             programs.append(Program(result.path, left, todo, codes, launched))
@@ -251,6 +285,7 @@ def build(results: Sequence[FileResult], files_scanned: int, written: set[str], 
         folders=folders,
         areas=roll_up(folders, AREA_ROWS),
         programs=tuple(sorted(programs, key=lambda p: (not p.runs, len(p.blockers), p.path))),
+        launch=_launch(states),
         dry_run=dry_run,
     )
 
@@ -264,6 +299,20 @@ def _blockers(todo: Iterable[Diagnostic], imports_left: Sequence[tuple[int, str]
     if codes:
         return tuple(sorted(codes))
     return (KEPT_IMPORT,) if imports_left else ()
+
+
+def _all_held(found: Sequence[Diagnostic]) -> bool:
+    """Whether findings (of one rule, in one file) are left for a human only because of the
+    file's torch_xla launch: each names the launch fact as its reason. An import left with
+    no finding is not."""
+    return bool(found) and all(_BECAUSE in d.message and _SPAWNED in d.message.rpartition(_BECAUSE)[2] for d in found)
+
+
+def _launch(states: Sequence[FileState]) -> Launch:
+    held = [s for s in states if s.held]
+    rules: Counter[str] = Counter(code for s in held for code in s.held)
+    only = sum(1 for s in held if set(s.blockers) <= set(s.held) | LAUNCH_RULES)
+    return Launch(tuple(s.path for s in held), tuple(sorted(rules.items(), key=lambda kv: (-kv[1], kv[0]))), only)
 
 
 def _rank(states: Sequence[FileState], programs: Sequence[Program], catalogue: Catalogue) -> tuple[Blocker, ...]:
