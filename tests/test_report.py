@@ -172,25 +172,29 @@ def test_baseline_shows_files_newly_migrated_and_findings_gone_and_new(invoke, d
     before = json.loads((demo / "before.json").read_text())
     assert before["kind"] == "xla2tpu-migration-report" and before["figures"]["fully_migrated"] == 3
     # Between the runs: the metrics counter goes by hand, sharding.py loses its torch_xla
-    # code altogether, and devices.py gains a manual finding.
+    # code altogether, version.py is deleted, and devices.py gains a manual finding.
     metrics = demo / "train" / "train_metrics.py"
     metrics.write_text(metrics.read_text().replace('    print("compilations:", met.counter_value("UncachedCompile"))\n', ""))
     (demo / "lib" / "sharding.py").write_text("def shard(t):\n    return t\n")
+    (demo / "tools" / "version.py").unlink()  # gone: neither migrated nor blocked, its findings gone
     devices = demo / "lib" / "devices.py"
     devices.write_text(devices.read_text() + "\n\ndef kinds():\n    return xm.get_xla_supported_devices()\n")
     result = invoke("fix", "--diff", "--unsafe-fixes", "--baseline", "before.json", "--report", "-", "--report", "after.json",
                     "--report", "after.html", ".")
     assert result.exit_code == 1
     since = result.stdout.split("## Since the baseline (`before.json`)")[1].split("\n## ")[0]
-    assert "| Files fully migrated | 3 | 3 |" in since  # train_metrics.py in, devices.py out; sharding.py no longer listed
+    assert "| Files fully migrated | 3 | 4 |" in since  # train_metrics.py and sharding.py (no idiom left) in, devices.py out
+    assert "| Programs that run on TorchTPU after this fix | 2 | 3 |" in since  # train_metrics.py
+    assert "_Now counts as fully migrated (and as running, the programs) the 1 file of the baseline with no torch_xla" in since
     assert "**Newly migrated (2):** `lib/sharding.py`, `train/train_metrics.py`" in since
     assert "**No longer fully migrated (1):** `lib/devices.py`" in since
-    assert "**Findings gone: 7** (XLA001 ×3, XLA107 ×1, XLA703 ×1, XLA708 ×1, XLA932 ×1)" in since
+    assert "**Findings gone: 8** (XLA001 ×4, XLA107 ×1, XLA703 ×1, XLA708 ×1, XLA932 ×1)" in since
+    assert "- `tools/version.py`: XLA001 ×1" in since
     assert "- `train/train_metrics.py`: XLA001 ×1, XLA932 ×1" in since
     assert "**New findings: 2** (XLA001 ×1, XLA106 ×1)" in since and "- `lib/devices.py`: XLA001 ×1, XLA106 ×1" in since
     page = (demo / "after.html").read_text()
     assert "<b>Newly migrated (2):</b> <code>lib/sharding.py</code>, <code>train/train_metrics.py</code>" in page
-    assert "<b>Findings gone: 7</b> (XLA001 ×3, XLA107 ×1, XLA703 ×1, XLA708 ×1, XLA932 ×1)" in page
+    assert "<b>Findings gone: 8</b> (XLA001 ×4, XLA107 ×1, XLA703 ×1, XLA708 ×1, XLA932 ×1)" in page
     assert "<li><code>lib/devices.py</code>: XLA001 ×1, XLA106 ×1</li>" in page
     after = json.loads((demo / "after.json").read_text())
     assert after["delta"]["newly_migrated"] == ["lib/sharding.py", "train/train_metrics.py"]
@@ -198,7 +202,7 @@ def test_baseline_shows_files_newly_migrated_and_findings_gone_and_new(invoke, d
     invoke("fix", "--diff", "--unsafe-fixes", "--baseline", "after.json", "--report", "after.json", ".")
     again = json.loads((demo / "after.json").read_text())
     assert again["delta"]["baseline"] == "after.json" and again["delta"]["newly_migrated"] == []
-    assert again["delta"]["figures"][0] == ["with_idioms", 7, 7]
+    assert again["delta"]["figures"][0] == ["with_idioms", 6, 6] and again["delta"]["cleaned"] == 0
 
 
 @pytest.mark.parametrize(("content", "message"), [

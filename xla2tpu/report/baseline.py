@@ -30,6 +30,8 @@ FIGURES = {
     "left_for_a_human": "Findings left for a human",
     "unreadable": "Files that could not be read",
 }
+# The figures in which a baseline file with no idiom left now counts (compare).
+_CLEANED_COUNT = ("fully_migrated", "no_import_left")
 
 
 class BaselineError(Exception):
@@ -41,6 +43,7 @@ class Baseline:
     path: str
     figures: dict[str, int]
     states: dict[str, str]  # path -> state
+    programs: frozenset[str]  # the paths of its programs
     left: Counter[tuple[str, str]]  # (path, code) -> findings left for a human
 
 
@@ -95,31 +98,33 @@ def load(path: Path) -> Baseline:
             states[str(entry["path"])] = str(entry["state"])
             for finding in entry["left"]:
                 left[(str(entry["path"]), str(finding["code"]))] += 1
+        programs = frozenset(str(entry["path"]) for entry in data["programs"])
     except (KeyError, TypeError, ValueError) as exc:
         raise BaselineError(f"{path}: a damaged migration report (at {exc!s})") from None
-    return Baseline(str(path), figures, states, left)
+    return Baseline(str(path), figures, states, programs, left)
 
 
 def compare(baseline: Baseline, plan: Plan) -> Delta:
     """What changed from the baseline run to this one. A file of the baseline that this run
-    no longer reports but that still exists has no idiom left: it counts as migrated."""
+    no longer reports but that still exists has no idiom left: it counts as migrated (and
+    as running, if a program), in the lists and in the figures (else migrating a file by
+    hand would lower the count)."""
     now = {f.path: f.state for f in plan.files}
-    newly = []
-    regressed = []
-    for path, before in baseline.states.items():
-        after = now.get(path, MIGRATED if os.path.exists(path) else None)
-        if before != MIGRATED and after == MIGRATED:
-            newly.append(path)
-    for path, after in now.items():
-        if after != MIGRATED and baseline.states.get(path) == MIGRATED:
-            regressed.append(path)
+    cleaned = [path for path in baseline.states if path not in now and os.path.exists(path)]
+    after = {**now, **{path: MIGRATED for path in cleaned}}
+    newly = [path for path, before in baseline.states.items() if before != MIGRATED and after.get(path) == MIGRATED]
+    regressed = [path for path, state in now.items() if state != MIGRATED and baseline.states.get(path) == MIGRATED]
     left: Counter[tuple[str, str]] = Counter((f.path, d.code) for f in plan.files for d in f.todo)
     gone = baseline.left - left
     new = left - baseline.left
     current = dataclasses.asdict(plan.figures)
+    for name in _CLEANED_COUNT:
+        current[name] += len(cleaned)
+    current["programs_running"] += sum(1 for path in cleaned if path in baseline.programs)  # nothing left to block them
     return Delta(
         baseline=baseline.path,
         figures=tuple((name, baseline.figures[name], current[name]) for name in FIGURES),
+        cleaned=len(cleaned),
         newly_migrated=tuple(sorted(newly)),
         regressed=tuple(sorted(regressed)),
         gone=tuple(Change(p, c, n) for (p, c), n in sorted(gone.items())),

@@ -155,6 +155,8 @@ def _delta(change: Delta) -> list[str]:
     out += [f'<tr><td>{_e(FIGURES[name])}</td><td class="n">{before}</td><td class="n">{now}</td></tr>'
             for name, before, now in change.figures]
     out.append("</table>")
+    if change.cleaned:
+        out.append(f'<p class="note">{_e(change.cleaned_note())}</p>')
     for title, paths in (("Newly migrated", change.newly_migrated), ("No longer fully migrated", change.regressed)):
         if paths or title == "Newly migrated":
             out.append(f"<p><b>{title} ({len(paths)}):</b> {', '.join(_code(p) for p in paths) or 'none'}</p>")

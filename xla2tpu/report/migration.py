@@ -101,6 +101,8 @@ def all_blockers(plan: Plan) -> list[str]:
 def delta(change: Delta) -> list[str]:
     out = [f"## Since the baseline ({_code(change.baseline)})", "", "| | Before | Now |", "| --- | ---: | ---: |"]
     out += [f"| {FIGURES[name]} | {before} | {now} |" for name, before, now in change.figures]
+    if change.cleaned:
+        out += ["", f"_{change.cleaned_note()}_"]
     out += ["", f"**Newly migrated ({len(change.newly_migrated)}):** {_files(change.newly_migrated) or 'none'}"]
     if change.regressed:
         out += ["", f"**No longer fully migrated ({len(change.regressed)}):** {_files(change.regressed)}"]

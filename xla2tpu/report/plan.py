@@ -216,10 +216,15 @@ class Delta:
 
     baseline: str  # the file it was read from
     figures: tuple[tuple[str, int, int], ...]  # (figure name, before, now)
+    cleaned: int  # files of the baseline with no idiom left now: "now" counts them as fully migrated
     newly_migrated: tuple[str, ...]  # not fully migrated before; now migrated, or no idiom left
     regressed: tuple[str, ...]  # fully migrated before, not now
     gone: tuple[Change, ...]  # findings left for a human before and not now
     new: tuple[Change, ...]  # findings left for a human now and not before
+
+    def cleaned_note(self) -> str:
+        return (f"Now counts as fully migrated (and as running, the programs) the {plural(self.cleaned, 'file')} of "
+                "the baseline with no torch_xla idiom left, which this report no longer lists.")
 
 
 @dataclass(frozen=True)
