@@ -43,6 +43,7 @@ th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical
 th { background: #f6f8fa; }
 td.n { text-align: right; white-space: nowrap; }
 td.path { min-width: 20em; }
+table.narrow { width: auto; min-width: 50%; }
 code { font: 13px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
 details { margin: 6px 0; }
 summary { cursor: pointer; }
@@ -151,7 +152,8 @@ def _blocker_table(plan: Plan) -> list[str]:
 
 
 def _delta(change: Delta) -> list[str]:
-    out = [f"<h2>Since the baseline ({_code(change.baseline)})</h2>", "<table><tr><th></th><th>Before</th><th>Now</th></tr>"]
+    out = [f"<h2>Since the baseline ({_code(change.baseline)})</h2>",
+           '<table class="narrow"><tr><th></th><th>Before</th><th>Now</th></tr>']
     out += [f'<tr><td>{_e(FIGURES[name])}</td><td class="n">{before}</td><td class="n">{now}</td></tr>'
             for name, before, now in change.figures]
     out.append("</table>")
