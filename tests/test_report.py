@@ -160,6 +160,14 @@ def test_the_plan_goes_to_the_github_job_summary(invoke, demo: Path, monkeypatch
     assert len(cut) <= 2500 and cut.decode().startswith(TITLE) and "did not fit in the job summary" in cut.decode()
 
 
+def test_a_tree_with_nothing_to_migrate_gets_a_short_report(invoke, tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("import torch\n")
+    result = invoke("fix", "--report", "-", "--report", "r.html", ".")
+    assert result.exit_code == 0
+    assert "**0 of 0 files with torch_xla idioms fully migrated**" in result.stdout and "Nothing blocks the migration" in result.stdout
+    assert "## Files" not in result.stdout and "<h2>Files</h2>" not in (tmp_path / "r.html").read_text()
+
+
 def test_no_job_summary_without_a_report(invoke, demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     summary = demo / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))

@@ -277,7 +277,8 @@ def render(plan: Plan, catalogue: Catalogue) -> str:
         body += _blocker_table(plan)
     if plan.unreadable:
         body += _unreadable(plan)
-    body += _detail(plan, catalogue)
+    if plan.files:
+        body += _detail(plan, catalogue)
     head = ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>torch_xla → TorchTPU migration report</title><style>{_CSS}</style></head>")

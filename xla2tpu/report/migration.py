@@ -239,5 +239,7 @@ def detail(plan: Plan, catalogue: Catalogue) -> list[str]:
 
 
 def render(plan: Plan, catalogue: Catalogue) -> str:
-    """The whole report: the plan, then every file."""
+    """The whole report: the plan, then every file (when there is any)."""
+    if not plan.files:
+        return plan_only(plan)
     return plan_only(plan) + "\n" + "\n".join(detail(plan, catalogue)) + "\n"
