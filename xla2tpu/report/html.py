@@ -146,7 +146,8 @@ def _blocker_table(plan: Plan) -> list[str]:
         files = "".join(f"<li>{_code(p)}</li>" for p in b.files)
         out.append(f'<tr><td class="n">{i}</td><td>{_e(b.code)} {_code(b.name)}</td><td class="n">{len(b.files)}</td>'
                    f'<td class="n">{b.only}</td><td class="n">{len(b.programs)}</td><td>{_e(b.fix_label)}</td>'
-                   f"<td>{_inline(b.guidance)}</td><td><details><summary>{plural(len(b.files), 'file')}</summary><ul>{files}</ul></details></td></tr>")
+                   f"<td>{_inline(b.guidance)}</td><td><details><summary>{plural(len(b.files), 'file')}</summary>"
+                   f"<ul>{files}</ul></details></td></tr>")
     out.append("</table>")
     return out
 
@@ -247,7 +248,8 @@ def _file(state: FileState, catalogue: Catalogue, dry_run: bool) -> list[str]:
                 f"<table><tr><th>Line</th><th>Rule</th><th>Change</th></tr>{_rows(state.done, catalogue, False)}</table>"]
     if state.todo:
         out += ["<p>Needs a human:</p>",
-                f"<table><tr><th>Line</th><th>Rule</th><th>Fix class</th><th>What to do</th></tr>{_rows(state.todo, catalogue, True)}</table>"]
+                "<table><tr><th>Line</th><th>Rule</th><th>Fix class</th><th>What to do</th></tr>"
+                f"{_rows(state.todo, catalogue, True)}</table>"]
     if state.imports_left and not state.todo:
         kept = ", ".join(_code(name) for _, name in state.imports_left)
         out.append(f"<p>Still imports {kept}: no finding is left, so the use that keeps it is code no rule names.</p>")
