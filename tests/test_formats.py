@@ -108,18 +108,20 @@ def test_migration_report(invoke, tmp_path: Path) -> None:
     assert result.exit_code == 1  # XLA202 and the notebook's setup lines remain
     report = (tmp_path / "migration.md").read_text()
     assert report.startswith("# torch_xla → TorchTPU migration report\n")
-    assert "| Files scanned | 5 |" in report
-    assert "| Files with torch_xla idioms | 3 |" in report
-    assert "| Files fully migrated (no torch_xla left) | 1 |" in report  # train.py
+    assert "**1 of 3 files with torch_xla idioms fully migrated** by this fix" in report  # train.py
+    assert "· 5 files scanned, 1 could not be read" in report
     assert "| safe | 7 | 7 | 0 |" in report
     assert "| unsafe | 1 | 0 | 1 |" in report
-    train = report.split("## `train.py`")[1].split("## `")[0]
+    train = report.split("### `train.py`")[1].split("### `")[0]
+    assert train.startswith(": fully migrated")
     assert "| 4:10 | XLA101 `xla-device` |" in train and "Needs a human" not in train
-    sync = report.split("## `sync.py`")[1].split("## `")[0]
+    sync = report.split("### `sync.py`")[1].split("### `")[0]
+    assert sync.startswith(": blocked by XLA202")
     assert "Needs a human:" in sync and "| 2:1 | XLA202 `wait-device-ops` | unsafe | " in sync
-    notebook = report.split("## `nb.ipynb`")[1].split("## `")[0]
+    notebook = report.split("### `nb.ipynb`")[1].split("### `")[0]
     assert "| cell 1:1:1 | XLA090 `torch-xla-install` | manual | " in notebook and "pip install torch-tpu" in notebook
-    assert "**Could not be processed:** syntax error" in report.split("## `broken.py`")[1]
+    assert "**Could not be processed:** syntax error" in report.split("### `broken.py`")[1]
+    assert "| `broken.py` | syntax error" in report.split("## Files that could not be read")[1]
 
 
 def test_output_file_and_diff_keep_stdout_for_the_diff(invoke, tmp_path: Path) -> None:
@@ -156,11 +158,12 @@ def test_migration_report_gives_each_program_a_verdict(invoke, tmp_path: Path) -
     (tmp_path / "lib.py").write_text("import torch_xla.core.xla_model as xm\n\nDEVICE = xm.xla_device()\n")
     invoke("fix", "--unsafe-fixes", "--report", "migration.md", ".")
     report = (tmp_path / "migration.md").read_text()
-    assert "| Programs that run on TorchTPU after this fix | 1 of 2 |" in report
+    assert "**1 of 2 programs run on TorchTPU** after it" in report
     programs = report.split("## Programs")[1].split("\n## ")[0]
-    assert "| `spawned.py` | runs on TorchTPU after this fix | `python spawned.py` (as before; it spawns one worker per TPU chip" in programs
+    assert "| `spawned.py` | runs on TorchTPU after this fix | python spawned.py (as before; it spawns one worker per TPU chip" in programs
     forked = next(line for line in programs.splitlines() if line.startswith("| `forked.py`"))
-    assert "| blocked |" in forked and "still imports `torch_xla.core.xla_model`" in forked and "XLA601 (manual)" in forked
+    assert "| blocked by XLA601, XLA606 |" in forked and "XLA601 (manual) at line 10:5" in forked
+    assert "still imports torch_xla.core.xla_model (line 2)" in forked  # below the `import torch` the fix adds
     assert "lib.py" not in programs  # a module, not a program
 
 

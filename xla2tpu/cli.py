@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import hashlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -23,7 +25,11 @@ from xla2tpu.project import EMPTY
 from xla2tpu.line_length import LineLengths
 from xla2tpu.workflow import Outcome, file_settings, process, run, settings_for, stdin_context, write_back
 
+if TYPE_CHECKING:
+    from xla2tpu.report.baseline import Baseline
+
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+SUMMARY_LIMIT = 1024 * 1024  # GitHub shows no job summary over 1 MiB
 FORMATS = ("text", "concise", "json", "sarif", "github")
 MACHINE_FORMATS = ("json", "sarif", "github")
 
@@ -93,7 +99,7 @@ def _configure(options: dict) -> tuple[Config, Catalogue, Cache | None]:
     return config, catalogue, cache
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(f"{click.style('error', fg='red', bold=True)}: {message}", err=True)
     sys.exit(EXIT_ERROR)
 
@@ -224,11 +230,14 @@ def check(show_facts: bool, **options: object) -> None:
 @main.command()
 @_options
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes and write nothing (exit 1 if anything would change).")
-@click.option("--report", "report_path", type=click.Path(path_type=Path, dir_okay=False), help="Also write a Markdown migration report there: what was rewritten, what needs a human.")
+@click.option("--report", "report_paths", multiple=True, type=click.Path(path_type=Path, dir_okay=False, allow_dash=True), help="Also write the migration report there: the plan (blockers, folders, programs), then every file. Markdown, `-` for standard output (the diff then goes to standard error), `.html` for one self-contained page, `.json` for what a later --baseline reads. Repeat for several. On GitHub Actions the plan is also appended to the job summary.")
+@click.option("--baseline", type=click.Path(path_type=Path, dir_okay=False), help="The JSON report of an earlier run (`--report FILE.json`): the report shows what changed since it.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when any file was fixed, even if nothing remains.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the summary only, not each unsafe fix applied with what it may change.")
-def fix(diff: bool, report_path: Path | None, exit_non_zero_on_fix: bool, quiet: bool, **options: object) -> None:
+def fix(diff: bool, report_paths: tuple[Path, ...], baseline: Path | None, exit_non_zero_on_fix: bool, quiet: bool, **options: object) -> None:
     """Apply safe fixes in place (unsafe ones too with --unsafe-fixes)."""
+    report_stdout = _check_reports(report_paths, baseline, options)
+    earlier = _load_baseline(baseline) if baseline is not None else None
     outcome, config, catalogue, stdin_data = _process(options)
     _warn(outcome)
     fixed = changed = 0
@@ -237,7 +246,7 @@ def fix(diff: bool, report_path: Path | None, exit_non_zero_on_fix: bool, quiet:
         if result.new_source is None:
             continue
         if diff:
-            _print_diff(result, stdin_data)
+            _print_diff(result, stdin_data, to_stderr=report_stdout)
         elif stdin_data is None:
             problem = write_back(result)
             if problem is not None:
@@ -250,16 +259,14 @@ def fix(diff: bool, report_path: Path | None, exit_non_zero_on_fix: bool, quiet:
         result = outcome.results[0]
         sys.stdout.buffer.write(result.new_source if result.new_source is not None else stdin_data)
         sys.stdout.flush()
-    if report_path is not None:
-        from xla2tpu.report import migration
-
-        _write_report(report_path, migration.render(outcome.results, outcome.files, written, catalogue, dry_run=diff))
+    if report_paths:
+        _reports(report_paths, outcome, written, catalogue, diff, earlier)
     # What is still there after this run: a fix counts only where its file was written.
     after = [_as_applied(r, r.path in written) for r in outcome.results]
     remaining = [d for r in after for d in r.diagnostics if not d.fixed]
     text_format = options["output_format"] in ("text", "concise") and not options["statistics"]
     shown = [dataclasses.replace(r, diagnostics=[d for d in r.diagnostics if not d.fixed]) for r in after] if text_format else after
-    with _sink(options, stdout_taken=diff or stdin_data is not None) as (report, problems):
+    with _sink(options, stdout_taken=diff or stdin_data is not None or report_stdout) as (report, problems):
         if _emit(shown, catalogue, config, options, report, problems):
             report(text.fix_summary(fixed, changed, len(remaining), dry_run=diff))
             if text_format and not quiet:
@@ -277,9 +284,60 @@ def _as_applied(result: FileResult, written: bool) -> FileResult:
     return dataclasses.replace(result, diagnostics=[dataclasses.replace(d, fixed=False) for d in result.diagnostics])
 
 
-def _write_report(path: Path, markdown: str) -> None:
+def _check_reports(paths: tuple[Path, ...], baseline: Path | None, options: dict) -> bool:
+    """Refuse what cannot work before any file is read; True when the report takes standard output."""
+    to_stdout = sum(1 for p in paths if str(p) == "-")
+    if to_stdout > 1:
+        _fail("`--report -` can be given once")
+    if to_stdout and [str(p) for p in options["paths"]] == ["-"]:
+        _fail("`--report -` cannot be combined with fixing standard input (`fix -` prints the fixed source there)")
+    if baseline is not None and not paths:
+        _fail("--baseline compares a report with an earlier one: give --report too")
+    return bool(to_stdout)
+
+
+def _load_baseline(path: Path) -> Baseline:
+    from xla2tpu.report.baseline import BaselineError, load
+
     try:
-        path.write_text(markdown, encoding="utf-8")
+        return load(path)
+    except BaselineError as exc:
+        _fail(str(exc))
+
+
+def _reports(paths: tuple[Path, ...], outcome: Outcome, written: set[str], catalogue: Catalogue, dry_run: bool,
+             earlier: Baseline | None) -> None:
+    """Build the plan once and write each report asked for; on GitHub Actions the plan
+    (not the per-file detail) goes to the job summary too."""
+    from xla2tpu.report import baseline, html, migration, plan as plan_mod
+
+    plan = plan_mod.build(outcome.results, outcome.files, written, catalogue, dry_run)
+    if earlier is not None:
+        plan = dataclasses.replace(plan, delta=baseline.compare(earlier, plan))
+    for path in paths:
+        suffix = path.suffix.lower()
+        if suffix in (".html", ".htm"):
+            content = html.render(plan, catalogue)
+        elif suffix == ".json":
+            content = baseline.render(plan)
+        else:
+            content = migration.render(plan, catalogue)
+        if str(path) == "-":
+            click.echo(content, nl=False)
+        else:
+            _write_report(path, content)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8") as handle:
+                handle.write(migration.plan_only(plan, limit=SUMMARY_LIMIT))
+        except OSError as exc:
+            _fail(f"{summary}: cannot append the plan to the job summary ($GITHUB_STEP_SUMMARY): {exc.strerror or exc}")
+
+
+def _write_report(path: Path, content: str) -> None:
+    try:
+        path.write_text(content, encoding="utf-8")
     except OSError as exc:
         _fail(f"{path}: cannot write the report: {exc.strerror or exc}")
 
@@ -288,7 +346,7 @@ def _to_stderr(line: str) -> None:
     click.echo(line, err=True)
 
 
-def _print_diff(result: FileResult, stdin_data: bytes | None) -> None:
+def _print_diff(result: FileResult, stdin_data: bytes | None, to_stderr: bool) -> None:
     assert result.new_source is not None
     if stdin_data is not None:
         before = stdin_data
@@ -300,7 +358,7 @@ def _print_diff(result: FileResult, stdin_data: bytes | None) -> None:
     old = before.decode(result.encoding, errors="replace").splitlines(keepends=True)
     new = result.new_source.decode(result.encoding, errors="replace").splitlines(keepends=True)
     for line in difflib.unified_diff(old, new, fromfile=f"a/{result.path}", tofile=f"b/{result.path}"):
-        click.echo(line if line.endswith(("\n", "\r")) else line + "\n", nl=False)
+        click.echo(line if line.endswith(("\n", "\r")) else line + "\n", nl=False, err=to_stderr)
 
 
 @main.command("rules")

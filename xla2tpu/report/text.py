@@ -45,12 +45,12 @@ def problem(path: str, message: str) -> str:
     return f"{click.style(path, bold=True)}: {click.style('error', fg='red', bold=True)}: {message}"
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def errors_summary(errors: int) -> list[str]:
-    return [f"{_plural(errors, 'file')} could not be checked (see the errors above)."] if errors else []
+    return [f"{plural(errors, 'file')} could not be checked (see the errors above)."] if errors else []
 
 
 def check_summary(diagnostics: Iterable[Diagnostic], unsafe_enabled: bool, errors: int = 0) -> list[str]:
@@ -60,7 +60,7 @@ def check_summary(diagnostics: Iterable[Diagnostic], unsafe_enabled: bool, error
     fixable = sum(1 for d in found if d.fixed)
     hidden = sum(1 for d in found if d.fix is FixClass.UNSAFE and not d.fixed)
     manual = sum(1 for d in found if d.fix is FixClass.MANUAL)
-    lines = [f"Found {_plural(len(found), 'finding')}."]
+    lines = [f"Found {plural(len(found), 'finding')}."]
     if fixable:
         flag = " --unsafe-fixes" if unsafe_enabled else ""
         lines.append(f"[*] {fixable} fixable with `xla2tpu fix{flag}`.")
@@ -73,7 +73,7 @@ def check_summary(diagnostics: Iterable[Diagnostic], unsafe_enabled: bool, error
 
 def fix_summary(fixed: int, files: int, remaining: int, dry_run: bool) -> str:
     verb = "Would fix" if dry_run else "Fixed"
-    text = f"{verb} {_plural(fixed, 'finding')} in {_plural(files, 'file')}"
+    text = f"{verb} {plural(fixed, 'finding')} in {plural(files, 'file')}"
     return text + (f", {remaining} remaining." if remaining else ".")
 
 
