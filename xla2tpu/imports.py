@@ -14,6 +14,7 @@ import libcst as cst
 
 from xla2tpu.detect.imports import ImportSite, decide
 from xla2tpu.resolve import UseResolver, dotted_name
+from xla2tpu.statements import holds_only
 from xla2tpu.pruner import StatementPruner
 from xla2tpu.rewriter import FileContext
 
@@ -34,6 +35,11 @@ class ImportHygiene(StatementPruner):
         self.uses = uses  # of the rewritten module, whose import statements are the input's
         self.tops = tops  # id(alias) -> its top-level statement, where its position is computed
         self.imports = imports  # the import sites (detect/imports.py) by where their alias starts
+        self._depth = 0
+        # Per `try:` body entered, whether it is an ImportError guard the imports in it decide
+        # (judged on the code the fixes left: one whose other statements went no longer is);
+        # None marks a function body, whose imports run later, outside the enclosing `try:`.
+        self._guards: list[bool | None] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         # Imports are statements: expressions and pruned statements cannot hold one.
@@ -50,6 +56,36 @@ class ImportHygiene(StatementPruner):
         return False  # keep the alias nodes identical: `tops` is keyed by identity
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._depth += 1
+        self._guards.append(None)
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self._guards.append(decides_import_guard(node))
+
+    def visit_Try_handlers(self, node: cst.Try) -> None:
+        # Only the `try:` body is guarded: an import in a handler, `else:` or `finally:` is not.
+        self._guards[-1] = False
+
+    def leave_Try(
+        self, original_node: cst.Try, updated_node: cst.Try
+    ) -> cst.Try | cst.FlattenSentinel[cst.BaseStatement]:
+        self._guards.pop()
+        return super().leave_Try(original_node, updated_node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self._depth -= 1
+        self._guards.pop()
+        return updated_node
+
+    def _guarded(self) -> bool:
+        for guard in reversed(self._guards):
+            if guard is None:
+                return False
+            if guard:
+                return True
         return False
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
@@ -70,7 +106,8 @@ class ImportHygiene(StatementPruner):
             if site is None:
                 continue
             unused = scope is not None and not self.uses.reached(scope, site.bound)
-            case = decide(site, unused, self.ctx.settings.target, self.ctx.source, self.ctx.facts)
+            case = decide(site, unused, self._guarded(), self._depth == 0, self.ctx.settings.target, self.ctx.source,
+                          self.ctx.facts)
             if case is None:
                 continue
             applied = self.ctx.report(site.rule, case, where, case.fixable, site.qualname)
@@ -87,6 +124,32 @@ class ImportHygiene(StatementPruner):
         # multi-line import stays, `import a, b` gets none.
         kept[-1] = kept[-1].with_changes(comma=node.names[-1].comma)
         return node.with_changes(names=kept)
+
+
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+def _catches_import_error(handler: cst.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    kinds = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
+    return any((dotted_name(kind) or "").rsplit(".", 1)[-1] in _IMPORT_ERRORS for kind in kinds)
+
+
+def decides_import_guard(node: cst.Try) -> bool:
+    """Whether the imports in this `try:` body decide what it does: an ImportError handler
+    runs when one fails, so removing one makes the block always take its success path.
+
+    Not when the body holds nothing but imports and every such handler only passes: then
+    removing an import changes nothing the block does.
+    """
+    handlers = [h for h in node.handlers if _catches_import_error(h)]
+    if not handlers:
+        return False
+    inert = holds_only(node.body, (cst.Import, cst.ImportFrom)) and node.orelse is None and all(
+        holds_only(h.body) for h in handlers
+    )
+    return not inert
 
 
 def _is_import_line(statement: cst.BaseStatement) -> bool:

@@ -127,9 +127,12 @@ def reached(scopes: Scopes, scope: Scope, name: str) -> bool:
     return any(name in reader.reads and reader.owner(name) is binding for reader in scopes.all)
 
 
-def decide(site: ImportSite, unused: bool, target: str, source: str, facts: Facts) -> Case | None:
-    """The case of the import's rule at `site`; None when the rule's own `when` rules it out."""
-    condition = Site(target=target, source=source, unused=unused, guarded=site.guarded, top_level=site.top_level, facts=facts)
+def decide(site: ImportSite, unused: bool, guarded: bool, top_level: bool, target: str, source: str,
+           facts: Facts) -> Case | None:
+    """The case of the import's rule at `site`; None when the rule's own `when` rules it out.
+    `unused` and `guarded` are judged on the code as the fixes leave it (imports.py), or as
+    written when no fix rewrites it (`unchanged_findings`)."""
+    condition = Site(target=target, source=source, unused=unused, guarded=guarded, top_level=top_level, facts=facts)
     return choose(site.rule.cases, condition) if applies(site.rule, condition) else None
 
 
@@ -139,7 +142,7 @@ def unchanged_findings(sites: Sequence[ImportSite], scopes: Scopes, positions: P
     None when one of them would itself be fixed (then the import pass makes that edit)."""
     found: list[Diagnostic] = []
     for site in sites:
-        case = decide(site, not reached(scopes, site.scope, site.bound), target, source, facts)
+        case = decide(site, not reached(scopes, site.scope, site.bound), site.guarded, site.top_level, target, source, facts)
         if case is None:
             continue
         where = positions.where(site.alias)
