@@ -174,7 +174,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     by_alias = {(w.start.line, w.start.column): site for site in imports for w in (positions.where(site.alias),)}
 
     def rule_pass(facts: Facts, sites: SiteMap) -> tuple[FileContext, cst.Module]:
-        ctx = FileContext(decoded.text, index, settings, resolver, suppressions, outline, facts, tree, context.defined)
+        ctx = FileContext(decoded.text, settings, resolver, suppressions, outline, facts, tree, context.defined)
         ctx.diagnostics.extend(prefix)
         ctx.diagnostics.extend([None] * len(sites.index))  # type: ignore[list-item]  # filled once the fixes are built
         rewriter = Rewriter(ctx, module, sites)

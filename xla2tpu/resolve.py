@@ -120,8 +120,6 @@ class ImportResolver(cst.CSTVisitor):
         self.module_scope = Scope(None)
         self.scope_of: dict[int, Scope] = {}  # id(FunctionDef/ClassDef/Lambda) -> its scope
         self._stack: list[Scope] = [self.module_scope]
-        # Every import statement with what it binds, for import hygiene and reporting.
-        self.imports: list[tuple[cst.Import | cst.ImportFrom, Scope]] = []
 
     @property
     def scope(self) -> Scope:
@@ -169,12 +167,10 @@ class ImportResolver(cst.CSTVisitor):
         self.scope.bind(node.name.value, OTHER)
 
     def visit_Import(self, node: cst.Import) -> None:
-        self.imports.append((node, self.scope))
         for name, target in import_targets(node, self.canonical):
             self.scope.bind(name, target)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self.imports.append((node, self.scope))
         if from_module(node, self.canonical) is None or isinstance(node.names, cst.ImportStar):
             # A package-relative name the project model did not resolve only shadows.
             if not isinstance(node.names, cst.ImportStar):

@@ -21,15 +21,12 @@ from xla2tpu.call_layout import keep_layout, keep_layouts
 from xla2tpu.arguments import bind, cst_arguments
 from xla2tpu.conditions import literal_text, message_of
 from xla2tpu.detect.sites import EXPRESSION_KINDS, ENV_CALLS, ENV_READERS, ENV_UPDATE, Found, SiteMap, tail
-from xla2tpu.env_reads import variables_read
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.emission import Speller
 from xla2tpu.facts import UNKNOWN, Facts
-from xla2tpu.index import RuleIndex
 from xla2tpu.noqa import Suppressions
 from xla2tpu.outline import Outline
 from xla2tpu.settings import Settings
-from xla2tpu.tensors import tensor_names
 from xla2tpu.resolve import ImportResolver, Scope, dotted_name, resolve
 from xla2tpu.pruner import StatementPruner, IfTest
 from xla2tpu.statements import indented_like
@@ -42,7 +39,6 @@ class FileContext:
     def __init__(
         self,
         source: str,
-        index: RuleIndex,
         settings: Settings,
         resolver: ImportResolver,
         suppressions: Suppressions,
@@ -56,7 +52,6 @@ class FileContext:
         self.tree = tree  # CPython's tree of the whole file, when it has one
         self.facts = facts
         self.outline = outline
-        self.index = index
         self.settings = settings
         self.resolver = resolver
         self.suppressions = suppressions
@@ -85,16 +80,6 @@ class FileContext:
     def lazy_imports(self) -> frozenset[str]:
         """Modules this file imports inside functions only (ast_blocks.lazy_imports)."""
         return lazy_imports(self.tree) if self.tree is not None else frozenset()
-
-    @functools.cached_property
-    def tensor_names(self) -> frozenset[str]:
-        """Names this file binds only to tensors (see tensors.py)."""
-        return tensor_names(self.tree)
-
-    @functools.cached_property
-    def env_reads(self) -> frozenset[str]:
-        """The environment variables this file reads (see env_reads.py)."""
-        return variables_read(self.source)
 
     def report(
         self, rule: Rule, case: Case, where: CodeRange, fixable: bool, source: str = "", note: str = "", name: str = ""
