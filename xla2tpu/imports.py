@@ -35,6 +35,9 @@ class ImportHygiene(StatementPruner):
         self.uses = uses  # of the rewritten module, whose import statements are the input's
         self.tops = tops  # id(alias) -> its top-level statement, where its position is computed
         self.imports = imports  # the import sites (detect/imports.py) by where their alias starts
+        # What those aliases import: only an alias that names one of them is worth its position
+        # (one inside a class or function costs the positions of the whole top-level statement).
+        self._names = frozenset(site.alias.name for site in imports.values())
         self._depth = 0
         # Per `try:` body entered, whether it is an ImportError guard the imports in it decide
         # (judged on the code the fixes left: one whose other statements went no longer is);
@@ -99,7 +102,7 @@ class ImportHygiene(StatementPruner):
         scope = self.uses.import_scope.get(id(node))
         for alias in () if isinstance(node.names, cst.ImportStar) else node.names:
             top = self.tops.get(id(alias))
-            if top is None:
+            if top is None or dotted_name(alias.name) not in self._names:
                 continue
             where = self.ctx.outline.where(top, alias)
             site = self.imports.get((where.start.line, where.start.column))

@@ -46,9 +46,12 @@ from xla2tpu.index import RuleIndex
 from xla2tpu.ast_blocks import blocks
 from xla2tpu.detect.positions import NEWLINE
 from xla2tpu.layout import Group, Layout, assigned_names, groups_of, lines_code
+from xla2tpu.statements import pass_statement
 from xla2tpu.prefilter import holds_token
 from xla2tpu.canonical import PROJECT, Canonicaliser
 
+# Top-level statements whose header (decorators, signature) comes before a body.
+_HEADED = (cst.FunctionDef, cst.ClassDef)
 # Names a transform asks the scope about (`Scope.binds`), beyond the import-bound ones.
 _ALSO_WATCHED = ("bool",)
 
@@ -179,7 +182,7 @@ class Outline:
         self._layout = layout
         self.pruned: set[int] = set()
         self._positions: dict[cst.CSTNode, CodeRange] = {}
-        self._done: set[int] = set()
+        self._done: set[object] = set()  # ids of statements located whole; ("header", id) of definitions located up to their body
         self._bodies: dict[int, dict[int, Group]] = {}  # see _body_groups
         self._index = {id(statement): i for i, statement in enumerate(module.body)}
         # id(top-level statement) -> its text; the module holds the statements, so no id is reused.
@@ -289,9 +292,21 @@ class Outline:
         the statements `inner`: one of the body of `top`, one of the body of that, and so on."""
         if inner and node not in self._positions:
             self._locate_inner(top, inner)
+        elif not inner and node not in self._positions and isinstance(top, _HEADED):
+            self._locate_header(top)
         if node not in self._positions:
             self._locate(top)
         return self._positions[node]
+
+    def _locate_header(self, top: cst.FunctionDef | cst.ClassDef) -> None:
+        """Positions of the decorators and signature of a definition (a test class's
+        `@skipIf(xr.device_type() != "TPU")`): computed on it with its body cut to `pass`,
+        since they come before the body."""
+        if ("header", id(top)) in self._done or not isinstance(top.body, cst.IndentedBlock):
+            return
+        self._done.add(("header", id(top)))
+        cut = top.with_changes(body=top.body.with_changes(body=[pass_statement()], footer=[]))
+        self._record(self.module.with_changes(body=[cut], header=[], footer=[]), self._offsets[id(top)])
 
     def _locate(self, top: cst.CSTNode) -> None:
         if id(top) in self._done:

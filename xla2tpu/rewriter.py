@@ -225,6 +225,8 @@ class Rewriter(StatementPruner):
         return self._reference(original_node, updated_node)
 
     def _reference(self, original: cst.Name | cst.Attribute, updated: cst.BaseExpression) -> cst.BaseExpression:
+        if _names_no_reference(self._parent(), original):
+            return updated
         found = self._found(original, "reference", dotted_name(original))
         if found is None or not self._applied(found, original):
             return updated
@@ -474,6 +476,16 @@ class Rewriter(StatementPruner):
             self.doom(updated_node)
         self._carry_statements(updated_node)
         return updated_node
+
+
+def _names_no_reference(parent: cst.CSTNode | None, name: cst.CSTNode) -> bool:
+    """Whether `name` is a name LibCST's tree has where CPython's has a string, never a site:
+    an attribute's, a keyword argument's, a definition's, a parameter's, an `as` target's."""
+    if isinstance(parent, cst.Attribute):
+        return parent.attr is name
+    if isinstance(parent, cst.Arg):
+        return parent.keyword is name
+    return isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Param, cst.AsName)) and parent.name is name
 
 
 def _with_imports(result: object, modules: dict[str, None]) -> object:
