@@ -48,3 +48,22 @@ def lazy_imports(tree: ast.Module) -> frozenset[str]:
     inside = {alias.name.split(".")[0] for node in ast.walk(tree)
               if isinstance(node, ast.Import) for alias in node.names if alias.asname is None}
     return frozenset(inside - loaded)
+
+
+# What an `except` clause must catch for the imports of its `try:` to be an availability probe.
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def catches_import_error(handler: ast.ExceptHandler) -> bool:
+    """Whether the handler runs when an import in its `try:` fails (a bare `except:` does)."""
+    if handler.type is None:
+        return True
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(_last_name(kind) in IMPORT_ERRORS for kind in kinds)
+
+
+def _last_name(node: ast.AST) -> str:
+    """`ImportError` of `ImportError` and of `builtins.ImportError`."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""

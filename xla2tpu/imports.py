@@ -12,6 +12,7 @@ from collections.abc import Container, Mapping
 
 import libcst as cst
 
+from xla2tpu.ast_blocks import IMPORT_ERRORS
 from xla2tpu.detect.imports import ImportSite, decide
 from xla2tpu.resolve import UseResolver, dotted_name
 from xla2tpu.statements import holds_only
@@ -129,14 +130,11 @@ class ImportHygiene(StatementPruner):
         return node.with_changes(names=kept)
 
 
-_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
-
-
 def _catches_import_error(handler: cst.ExceptHandler) -> bool:
     if handler.type is None:
         return True
     kinds = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
-    return any((dotted_name(kind) or "").rsplit(".", 1)[-1] in _IMPORT_ERRORS for kind in kinds)
+    return any((dotted_name(kind) or "").rsplit(".", 1)[-1] in IMPORT_ERRORS for kind in kinds)
 
 
 def decides_import_guard(node: cst.Try) -> bool:

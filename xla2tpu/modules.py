@@ -15,7 +15,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from xla2tpu.ast_blocks import blocks, module_level
+from xla2tpu.ast_blocks import blocks, catches_import_error, module_level
 from xla2tpu.decode import DecodeError, decode
 from xla2tpu.facts import Facts
 from xla2tpu.facts import compute as compute_facts
@@ -28,7 +28,6 @@ _PACKAGE = re.compile(r"\btorch[_-]xla\b")
 # What a module that starts processes, joins a group, wraps a model in DDP or runs SPMD says.
 _PROGRAM = re.compile(r"spawn|launch|run_multiprocess|start_processes|init_process_group|DistributedDataParallel|_mp_fn"
                       r"|FullyShardedDataParallel|fully_shard|use_spmd|XLA_USE_SPMD|fsdp_v2")
-_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 # `import a.b as c, d` and `from .a import (b as c, d)` at any indentation: the light read.
 _IMPORT_LINE = re.compile(
     rb"^[ \t]*(?:import[ \t]+([\w., \t]+)|from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\r\n#;]+))", re.M)
@@ -310,11 +309,7 @@ def _probes(node: ast.AST) -> bool:
 
 
 def _catches_import_error(node: ast.Try) -> bool:
-    for handler in node.handlers:
-        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-        if handler.type is None or any(isinstance(k, ast.Name) and k.id in _IMPORT_ERRORS for k in kinds):
-            return True
-    return False
+    return any(catches_import_error(handler) for handler in node.handlers)
 
 
 def _imports_xla(body: list[ast.stmt]) -> bool:

@@ -10,11 +10,10 @@ import ast
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from xla2tpu.ast_blocks import blocks
+from xla2tpu.ast_blocks import blocks, catches_import_error
 from xla2tpu.canonical import Canonicaliser
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, message_of
-from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.scopes import FUNCTIONS, Scopes, from_module
 from xla2tpu.diagnostics import Diagnostic, FixClass
@@ -23,7 +22,6 @@ from xla2tpu.index import RuleIndex
 from xla2tpu.noqa import Suppressions
 from xla2tpu.resolve import Scope
 
-IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
 @dataclass(frozen=True)
@@ -85,13 +83,6 @@ def _guarded(guards: tuple[bool | None, ...]) -> bool:
         if guard:
             return True
     return False
-
-
-def catches_import_error(handler: ast.ExceptHandler) -> bool:
-    if handler.type is None:
-        return True
-    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any((dotted_name(kind) or "").rsplit(".", 1)[-1] in IMPORT_ERRORS for kind in kinds)
 
 
 def decides_import_guard(node: ast.Try) -> bool:
