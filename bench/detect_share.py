@@ -8,7 +8,10 @@ their bytes), CPU seconds, best of N, of:
 - a bare `libcst.parse_module` of each file (the floor of any LibCST tool);
 - CPython's `ast.parse` and a walk of every node;
 - the engine as `check` runs it (`engine.process_source`, the safe fixes, or the unsafe ones
-  too), no project model; and how many files it had LibCST parse.
+  too), no project model; and how many files it had LibCST parse;
+- with `--fix`, over the files a fix rewrites: the engine (which also writes the new code),
+  and a bare LibCST parse of only the top-level statements that hold a fixed finding, the
+  floor of any tool that parses what it edits.
 `--corpus WORK` reads the TPU repositories of bench/ecosystem.toml as extracted under
 WORK/src by `bench/ecosystem.py run --work WORK`.
 """
@@ -26,6 +29,7 @@ import libcst as cst
 import ecosystem_corpus
 from xla2tpu import catalogue, engine
 from xla2tpu.diagnostics import FixClass
+from xla2tpu.layout import groups_of
 from xla2tpu.prefilter import may_hold_idiom
 from xla2tpu.settings import Settings
 
@@ -45,6 +49,19 @@ def files_of(paths: list[Path]) -> list[tuple[str, bytes]]:
     return found
 
 
+def statements_edited(path: str, data: bytes, settings: Settings) -> str:
+    """The top-level statements of the file that hold a fixed finding, one after the other."""
+    result = engine.process_source(path, data, settings)
+    lines = {d.line for d in result.diagnostics if d.fixed}
+    text = data.decode("utf-8", errors="replace")
+    rows = text.splitlines(keepends=True)
+    picked = []
+    for group in groups_of(ast.parse(data).body):
+        if any(group.first <= line <= group.last for line in lines):
+            picked.append("".join(rows[group.first - 1:group.last]))
+    return "".join(part if part.endswith("\n") else part + "\n" for part in picked)
+
+
 def best(repeat: int, run: Callable[[], object]) -> float:
     times = []
     for _ in range(repeat):
@@ -60,6 +77,7 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, help="an ecosystem work folder: its TPU repositories")
     parser.add_argument("--unsafe-fixes", action="store_true")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--fix", action="store_true", help="also: fix against a parse of the statements it edits")
     args = parser.parse_args()
     paths = [*args.paths, *(corpus_trees(args.corpus) if args.corpus else [])]
     files = files_of(paths)
@@ -95,6 +113,21 @@ def main() -> None:
     print(f"CPython ast.parse + walk    {tree:7.2f} s   {tree / bare:5.2f} x the parse")
     print(f"check (engine)              {engine_time:7.2f} s   {engine_time / bare:5.2f} x the parse")
     print(f"files LibCST parsed         {sum(parsed):7d}   of {len(files)}")
+    if args.fix:
+        fixing = [(path, data) for path, data in files if engine.process_source(path, data, settings).new_source]
+        edited = [statements_edited(path, data, settings) for path, data in fixing]
+
+        def parse_edited() -> None:
+            for text in edited:
+                cst.parse_module(text)
+
+        def fix() -> None:
+            for path, data in fixing:
+                engine.process_source(path, data, settings)
+
+        floor, fixed = best(args.repeat, parse_edited), best(args.repeat, fix)
+        print(f"fix, {len(fixing)} files it rewrites: {fixed:.2f} s; bare parse of the statements it edits "
+              f"{floor:.2f} s ({fixed / floor:.2f} x)")
 
 
 if __name__ == "__main__":
