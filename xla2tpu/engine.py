@@ -184,7 +184,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
             new_module = _import_hygiene(ctx, new_module, rewriter.import_tops, by_alias, canonical, outline)
         return ctx, opening_as_before(add_imports(new_module, ctx.imports_needed), module)
 
-    ctx, new_module = rule_pass(facts, first.again())
+    ctx, new_module = rule_pass(facts, first.fresh())
     launch = _migrated_launch(ctx, facts, catalogue)
     if launch is not None:  # the workers now join a process group: rank and collective fixes are exact
         facts = result.facts = dataclasses.replace(facts, processes=launch)

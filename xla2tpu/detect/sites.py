@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import bisect
-import dataclasses
+import copy
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -75,7 +75,6 @@ class Found:
     source: str = ""  # `{source}`: the site's code, shortened
     inner: tuple[int, int] = (0, 0)  # for a call: the findings found in its arguments (indices)
     keeps_arguments: bool = False  # a call that stays as written, and its arguments with it
-    demoted_inner: bool = False  # ... and it turned applied fixes in its arguments manual
     category: str = ""  # what kind of node the site is: reference, call, string, pair, subscript, expression, lint
     key: str = ""  # what the node spells: a reference's dotted name, a call's callee, a string's text
     form: str = ""  # an expression site's pattern
@@ -634,11 +633,7 @@ class SiteMap:
 
     def __init__(self, found: Sequence[Found], positions: Positions, suppressions: Suppressions,
                  apply: frozenset[FixClass], facts: Facts, defined: Mapping[str, str], offset: int = 0) -> None:
-        self.found = list(found)
-        self._originals = [dataclasses.replace(site) for site in found]
-        self.positions = positions
-        self._suppressions = suppressions
-        self._offset = offset
+        self.found = list(found)  # as the detector left them: their fates are this map's
         self.apply = apply
         self.facts = facts
         self.defined = defined
@@ -658,7 +653,9 @@ class SiteMap:
             if i not in self._suppressed:
                 self.index[id(site)] = offset + len(self.index)
         self._order = {id(site): i for i, site in enumerate(self.found)}
-        self._demoted: set[int] = set()
+        self._refused: dict[int, str] = {}  # site -> why its transform was not built ("": its shape)
+        self._demoted: set[int] = set()  # sites whose applied fix a call around them keeps from being made
+        self._keeping: set[int] = set()  # calls that kept applied fixes in their arguments from being made
         self._settled = 0  # the sites whose arguments' fate is settled, in order
 
     @property
@@ -688,22 +685,23 @@ class SiteMap:
                 return self.found[i]
         return None
 
-    def again(self) -> SiteMap:
-        """A fresh map of the same sites, their fates not yet settled (for the LibCST pass)."""
-        return SiteMap([dataclasses.replace(site) for site in self._originals], self.positions, self._suppressions,
-                       self.apply, self.facts, self.defined, self._offset)
+    def fresh(self) -> SiteMap:
+        """The same sites, their fates not yet settled (the LibCST pass decides them anew)."""
+        again = copy.copy(self)
+        again._refused, again._demoted, again._keeping, again._settled = {}, set(), set(), 0
+        return again
 
     def refuse(self, site: Found, note: str = "") -> None:
         """A transform could not build the site's fix (`note`: the names it needs do not
         reach their modules here): it is manual, its call stays as written."""
-        site.fixable = site.fixable and bool(note)
-        site.note = note
-        site.keeps_arguments = True
+        self._refused[self._position(site)] = note
+
+    def _fix(self, i: int) -> FixClass:
+        return FixClass.MANUAL if i in self._refused or i in self._demoted else self.found[i].fix
 
     def _applied(self, i: int) -> bool:
-        site = self.found[i]
-        fix = site.fix
-        return i not in self._suppressed and i not in self._demoted and fix is not FixClass.MANUAL and fix in self.apply
+        fix = self._fix(i)
+        return i not in self._suppressed and fix is not FixClass.MANUAL and fix in self.apply
 
     def applied(self, site: Found) -> bool:
         return self._applied(self._position(site))
@@ -715,21 +713,24 @@ class SiteMap:
         """Calls that keep their arguments, in order up to site `upto`, demote the applied
         fixes in those arguments (inner calls first, as the edits run)."""
         while self._settled <= upto:
-            site = self.found[self._settled]
-            if site.keeps_arguments:
-                inner = [i for i in range(*site.inner) if self._applied(i)]
+            if self._keeps(self._settled):
+                inner = [i for i in range(*self.found[self._settled].inner) if self._applied(i)]
                 self._demoted.update(inner)
-                site.demoted_inner = bool(inner)
+                if inner:
+                    self._keeping.add(self._settled)
             self._settled += 1
+
+    def _keeps(self, i: int) -> bool:
+        return self.found[i].keeps_arguments or i in self._refused
 
     def keeps_arguments(self, site: Found) -> bool:
         self._settle(self._position(site))
-        return site.keeps_arguments
+        return self._keeps(self._position(site))
 
     def inner_fixed(self, site: Found) -> bool:
         """Whether the call's arguments held applied fixes, now demoted (see _settle)."""
         self._settle(self._position(site))
-        return site.demoted_inner
+        return self._position(site) in self._keeping
 
     def diagnostics(self) -> list[Diagnostic]:
         """The findings of the sites, as the user sees them (FileContext.report's rules)."""
@@ -738,8 +739,8 @@ class SiteMap:
         for i, (site, span) in enumerate(zip(self.found, self._spans)):
             if i in self._suppressed:
                 continue
-            fix = FixClass.MANUAL if i in self._demoted else site.fix
-            message = message_of(site.case, self.facts, site.source, site.note, site.name, self.defined)
-            out.append(Diagnostic(span.start.line, span.start.column + 1, site.rule.code, message, fix,
+            note = self._refused[i] if i in self._refused else site.note
+            message = message_of(site.case, self.facts, site.source, note, site.name, self.defined)
+            out.append(Diagnostic(span.start.line, span.start.column + 1, site.rule.code, message, self._fix(i),
                                   self._applied(i), span.end.line, span.end.column + 1))
         return out
