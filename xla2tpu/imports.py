@@ -13,7 +13,7 @@ from collections.abc import Container, Mapping
 import libcst as cst
 
 from xla2tpu.ast_blocks import IMPORT_ERRORS
-from xla2tpu.detect.imports import ImportSite, decide
+from xla2tpu.detect.imports import ImportSite, decide, guard_decides
 from xla2tpu.resolve import UseResolver, dotted_name
 from xla2tpu.statements import holds_only
 from xla2tpu.pruner import StatementPruner
@@ -138,19 +138,10 @@ def _catches_import_error(handler: cst.ExceptHandler) -> bool:
 
 
 def decides_import_guard(node: cst.Try) -> bool:
-    """Whether the imports in this `try:` body decide what it does: an ImportError handler
-    runs when one fails, so removing one makes the block always take its success path.
-
-    Not when the body holds nothing but imports and every such handler only passes: then
-    removing an import changes nothing the block does.
-    """
+    """detect.imports.guard_decides, judged on the code the fixes leave."""
     handlers = [h for h in node.handlers if _catches_import_error(h)]
-    if not handlers:
-        return False
-    inert = holds_only(node.body, (cst.Import, cst.ImportFrom)) and node.orelse is None and all(
-        holds_only(h.body) for h in handlers
-    )
-    return not inert
+    return guard_decides([holds_only(h.body) for h in handlers], holds_only(node.body, (cst.Import, cst.ImportFrom)),
+                         node.orelse is not None)
 
 
 def _is_import_line(statement: cst.BaseStatement) -> bool:

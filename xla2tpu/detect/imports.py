@@ -85,20 +85,23 @@ def _guarded(guards: tuple[bool | None, ...]) -> bool:
     return False
 
 
-def decides_import_guard(node: ast.Try) -> bool:
-    """Whether the imports in this `try:` body decide what it does: an ImportError handler
-    runs when one fails, so removing one makes the block always take its success path.
+def guard_decides(handlers_inert: Sequence[bool], body_only_imports: bool, has_else: bool) -> bool:
+    """Whether the imports in a `try:` body decide what it does: an ImportError handler runs
+    when one fails, so removing one makes the block always take its success path.
+    `handlers_inert`: for each handler that catches ImportError, whether it only passes.
 
     Not when the body holds nothing but imports and every such handler only passes: then
-    removing an import changes nothing the block does.
+    removing an import changes nothing the block does. The same judgment for either tree:
+    here on the code as written, in the import pass on the code the fixes leave.
     """
+    return bool(handlers_inert) and not (body_only_imports and not has_else and all(handlers_inert))
+
+
+def decides_import_guard(node: ast.Try) -> bool:
+    """guard_decides, judged on the code as written."""
     handlers = [h for h in node.handlers if catches_import_error(h)]
-    if not handlers:
-        return False
-    inert = _holds_only(node.body, (ast.Import, ast.ImportFrom)) and not node.orelse and all(
-        _holds_only(h.body) for h in handlers
-    )
-    return not inert
+    return guard_decides([_holds_only(h.body) for h in handlers], _holds_only(node.body, (ast.Import, ast.ImportFrom)),
+                         bool(node.orelse))
 
 
 def _holds_only(body: Sequence[ast.stmt], kinds: tuple[type[ast.stmt], ...] = ()) -> bool:
