@@ -5,7 +5,8 @@ Sites: calls (`xm.mark_step()`), references (`torch_xla._XLAC.x`), string argume
 expression patterns (`device.type == "xla"`). For each, the case that decides it and
 whether its fix can be made here: the template's arguments are there and the names it
 writes reach their modules (emission.py). A transform's fix, and a statement template's,
-is decided by building it (rewriter.py): such a site is `Decision.structural`.
+is decided by building it (rewriter.py): such a site is `Found.structural`. The fates of
+the fixes (applied, refused, kept back by a call around them) are the `SiteMap`'s.
 """
 
 from __future__ import annotations
@@ -129,29 +130,30 @@ class Detector:
         """The sites; `holds(text)` tells a top-level statement that may hold one by its source
         (outline.Plan.matches: a token, an alias of a torch_xla import...), the others are
         not walked."""
-        self._lints()
+        # Each top-level statement with its source lines (a definition's from its first decorator).
+        statements = [(self.positions.lines(group.first, group.last), group.nodes) for group in groups_of(self.tree.body)]
+        self._lints(statements)
         self._parents.append(self.tree)
-        for group in groups_of(self.tree.body):
-            if holds is None or holds(self.positions.lines(group.first, group.last)):
-                for statement in group.nodes:
+        for text, nodes in statements:
+            if holds is None or holds(text):
+                for statement in nodes:
                     self._visit(statement)
         self._parents.pop()
         return self.found
 
-    def _lints(self) -> None:
+    def _lints(self, statements: Sequence[tuple[str, Sequence[ast.stmt]]]) -> None:
         """The lint rules' findings: each lint reads one top-level statement at a time."""
         rules = [rule for rule in self.index.lints if lint_reads(rule, self.target, self.source)]
         if not rules:
             return
-        statements = [(self.positions.lines(group.first, group.last), statement)
-                      for group in groups_of(self.tree.body) for statement in group.nodes]
         for rule in rules:
             analyse = LINTS[rule.match[0]]
-            for text, statement in statements:
+            for text, nodes in statements:
                 if not lint_reads(rule, self.target, text):
                     continue
-                for hit in analyse(statement):
-                    self._add("lint", rule, choose(rule.cases, self._site(value=hit.what)), hit.node, False)
+                for statement in nodes:
+                    for hit in analyse(statement):
+                        self._add("lint", rule, choose(rule.cases, self._site(value=hit.what)), hit.node, False)
 
     def _visit(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)):
