@@ -1,4 +1,5 @@
-"""The per-file pipe: prefilter -> decode -> facts -> parse -> resolve -> rewrite -> imports -> encode.
+"""The per-file pipe: prefilter -> decode -> facts -> detect (CPython's tree), then, only when a
+fix is to be written or a transform tried: parse (LibCST) -> resolve -> rewrite -> imports -> encode.
 
 `process_source` is a pure function of (path, bytes, settings); `pool.run` maps it over
 many files.

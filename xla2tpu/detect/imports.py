@@ -1,8 +1,9 @@
 """The imports the import rules judge, read from CPython's tree: each alias of a torch_xla
 (or Optimum TPU) import, with what decides its case but its use: whether an availability
-guard (`try:` / `except ImportError`) hangs on it, and whether it is a module-level one.
-Whether it is still used is the import pass's to say once the fixes are made (imports.py),
-or this module's when nothing is rewritten (`unused_names`)."""
+guard (`try:` / `except ImportError`) hangs on it, and whether it is a module-level one,
+judged on the code as written. Once fixes are made, the import pass judges use and guard on
+the code they leave (imports.py); when nothing is rewritten, this module does
+(`unchanged_findings`)."""
 
 from __future__ import annotations
 
