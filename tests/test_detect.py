@@ -1,7 +1,10 @@
-"""Detection on CPython's tree: a file no fix rewrites never reaches LibCST, and what it
-reports then is what the LibCST path (parse, rewrite, import pass) reports for it."""
+"""Detection on CPython's tree: a file no fix rewrites never reaches LibCST, nor does one
+`check` reads when the ast tells what its fixes leave; what either reports then is what the
+LibCST path (parse, rewrite, import pass) reports for it."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
@@ -20,7 +23,7 @@ _MODES = {
 
 def _through_libcst(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file takes the LibCST path, as if a fix rewrote it."""
-    monkeypatch.setattr(engine, "unchanged_findings", lambda *args: None)
+    monkeypatch.setattr(engine, "import_findings", lambda *args: None)
 
 
 @pytest.mark.parametrize("mode", sorted(_MODES))
@@ -35,6 +38,29 @@ def test_a_file_judged_on_cpythons_tree_alone_gets_the_findings_of_the_libcst_pa
     slow = engine.process_source(str(case.path), data, settings)
     assert fast.diagnostics == slow.diagnostics
     assert slow.new_source is None
+
+
+@pytest.mark.parametrize("mode", sorted(_MODES))
+@pytest.mark.parametrize("case", cases(), ids=lambda case: case.id)
+def test_check_reports_what_fix_reports(case, mode) -> None:
+    data = case.path.read_bytes()
+    settings = _MODES[mode]
+    checked = engine.process_source(str(case.path), data, dataclasses.replace(settings, rewrite=False))
+    fixed = engine.process_source(str(case.path), data, settings)
+    assert (checked.diagnostics, checked.error) == (fixed.diagnostics, fixed.error)
+
+
+def test_check_tells_the_fixes_of_a_file_without_libcst() -> None:
+    source = b"import torch_xla.core.xla_model as xm\nxm.mark_step()\nx = xm.xla_device()\n"
+    result = engine.process_source("t.py", source, dataclasses.replace(_MODES["safe"], rewrite=False))
+    assert not result.parsed and result.new_source is None
+    assert [(d.code, d.fixed) for d in result.diagnostics] == [("XLA001", True), ("XLA201", True), ("XLA101", True)]
+
+
+def test_check_takes_libcst_where_a_deletion_empties_a_block() -> None:
+    source = b"import torch_xla.core.xla_model as xm\nif xm.is_master_ordinal():\n    xm.mark_step()\n"
+    result = engine.process_source("t.py", source, dataclasses.replace(_MODES["safe"], rewrite=False))
+    assert result.parsed
 
 
 def test_a_file_with_a_fix_to_make_is_parsed_by_libcst() -> None:

@@ -46,7 +46,7 @@ def fingerprint() -> str:
 
 def settings_key(settings: Settings) -> str:
     fixes = ",".join(sorted(f.value for f in settings.apply))
-    return f"{','.join(sorted(settings.selected))}|{fixes}|{settings.target}|{settings.line_length}"
+    return f"{','.join(sorted(settings.selected))}|{fixes}|{settings.target}|{settings.line_length}|{settings.rewrite}"
 
 
 class Cache:

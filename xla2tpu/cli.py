@@ -104,8 +104,9 @@ def _fail(message: str) -> NoReturn:
     sys.exit(EXIT_ERROR)
 
 
-def _process(options: dict) -> tuple[Outcome, Config, Catalogue, bytes | None]:
-    """Run the engine over the paths (or stdin). The stdin bytes come back for `fix -`."""
+def _process(options: dict, rewrite: bool = True) -> tuple[Outcome, Config, Catalogue, bytes | None]:
+    """Run the engine over the paths (or stdin); `rewrite`: the fixed code is wanted, not
+    only the findings. The stdin bytes come back for `fix -`."""
     try:
         config, catalogue, cache = _configure(options)
         shard = Shard.parse(options["shard"]) if options["shard"] else None
@@ -113,7 +114,7 @@ def _process(options: dict) -> tuple[Outcome, Config, Catalogue, bytes | None]:
         _fail(str(exc))
     if options["statistics"] and options["output_format"] not in ("text", "concise", "json"):
         _fail("--statistics works with --output-format text, concise or json")
-    settings = settings_for(config, catalogue, options["unsafe_fixes"])
+    settings = settings_for(config, catalogue, options["unsafe_fixes"], rewrite)
     paths = list(options["paths"]) or [Path(".")]
     if [str(p) for p in paths] == ["-"]:
         data = sys.stdin.buffer.read()
@@ -214,7 +215,7 @@ def main() -> None:
 @click.option("--show-facts", is_flag=True, help="Also print what each analysed file is (how its processes start, its hardware, SPMD), each fact with the line it came from: the reasons behind a withheld fix.")
 def check(show_facts: bool, **options: object) -> None:
     """Report torch_xla idioms. Exit 0 when clean, 1 with findings, 2 on errors."""
-    outcome, config, catalogue, _ = _process(options)
+    outcome, config, catalogue, _ = _process(options, rewrite=False)
     _warn(outcome)
     with _sink(options, stdout_taken=False) as (report, problems):
         if show_facts and options["output_format"] not in MACHINE_FORMATS:

@@ -33,7 +33,8 @@ from xla2tpu.prefilter import holds_token, may_hold_idiom
 from xla2tpu.project import EMPTY, Context
 from xla2tpu.project_findings import project_findings
 from xla2tpu.resolve import ImportResolver, UseResolver
-from xla2tpu.detect.imports import ImportSite, import_sites, unchanged_findings
+from xla2tpu.detect.after_fixes import import_findings
+from xla2tpu.detect.imports import ImportSite, import_sites
 from xla2tpu.detect.scopes import Scopes
 from xla2tpu.detect.sites import Detector, SiteMap
 from xla2tpu.detect.positions import Positions
@@ -155,15 +156,16 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
                          env_reads).run(plan.matches)
         return SiteMap(found, positions, suppressions, settings.apply, facts, context.defined, len(prefix))
 
-    # A file no fix rewrites, and with no transform to try (building one decides whether it
-    # can be made), is judged on CPython's tree alone: LibCST never parses it.
+    # A file no fix rewrites, or one whose fixed code is not wanted (`check`), with no
+    # transform to try (building one decides whether it can be made), is judged on CPython's
+    # tree alone when that tells what the fixes leave of its imports: LibCST never parses it.
     first = detect(facts)
     found_sites = first.diagnostics()
-    if not first.undecided and not any(d.fixed for d in found_sites):
-        unchanged = unchanged_findings(imports, scopes, positions, suppressions, settings.apply, settings.target,
-                                       decoded.text, facts)
-        if unchanged is not None:
-            result.diagnostics = sorted([*prefix, *found_sites, *unchanged])
+    if not first.undecided and not (settings.rewrite and any(d.fixed for d in found_sites)):
+        left = import_findings(first, imports, scopes, positions, suppressions, settings.apply, settings.target,
+                               decoded.text, facts)
+        if left is not None and not (settings.rewrite and any(d.fixed for d in left)):
+            result.diagnostics = sorted([*prefix, *found_sites, *left])
             result.encoding = decoded.encoding
             return
     layout = _parse(decoded, plan)

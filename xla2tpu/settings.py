@@ -15,3 +15,6 @@ class Settings:
     apply: frozenset[FixClass]  # fix classes applied (or, for check, shown as applicable)
     target: str = "eager"
     line_length: int = DEFAULT  # generated lines longer than this are wrapped (wrap.py)
+    # Whether the fixed code is wanted: `check` asks for the findings only, which the
+    # detector can often tell without writing the fixes (engine.py).
+    rewrite: bool = True

@@ -43,6 +43,8 @@ def explicit_import(qualname: str) -> str | None:
 
 _PLACEHOLDER = re.compile(r"\{(\*?)(?:([A-Za-z_]\w*)=)?([A-Za-z_]\w*)(?:\?([^{}]*))?\}")
 _SLOT = "__xla2tpu_slot_{}__"
+_SLOT_MARK = re.compile(r"__xla2tpu_slot_\d+__")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 _ATOMS = (
     cst.Name,
@@ -140,6 +142,20 @@ def _compile(template: str) -> tuple[str, tuple[Slot, ...]]:
         return f"{match.group(2)}={slot}" if match.group(2) else slot
 
     return _PLACEHOLDER.sub(sub, template), tuple(slots)
+
+
+def placeholders(template: str) -> tuple[Slot, ...]:
+    """The template's placeholders, in order."""
+    return _compile(template)[1]
+
+
+@functools.lru_cache(maxsize=512)
+def identifiers(template: str) -> frozenset[str]:
+    """The names a rendering of `template` writes itself (its placeholders' defaults too),
+    whatever the arguments put in its slots."""
+    source, slots = _compile(template)
+    texts = [_SLOT_MARK.sub("", source), *(slot.default for slot in slots if slot.default)]
+    return frozenset(name for text in texts for name in _IDENTIFIER.findall(text))
 
 
 @functools.lru_cache(maxsize=512)

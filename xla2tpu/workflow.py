@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 import os
@@ -56,8 +58,8 @@ def fix_classes(unsafe_fixes: bool) -> frozenset[FixClass]:
     return frozenset({FixClass.SAFE, FixClass.UNSAFE} if unsafe_fixes else {FixClass.SAFE})
 
 
-def settings_for(config: Config, catalogue: Catalogue, unsafe_fixes: bool) -> Settings:
-    return Settings(config.selected(catalogue), fix_classes(unsafe_fixes), config.target)
+def settings_for(config: Config, catalogue: Catalogue, unsafe_fixes: bool, rewrite: bool = True) -> Settings:
+    return Settings(config.selected(catalogue), fix_classes(unsafe_fixes), config.target, rewrite=rewrite)
 
 
 def file_settings(config: Config, catalogue: Catalogue, settings: Settings, path: str, lengths: LineLengths) -> Settings:
@@ -67,7 +69,7 @@ def file_settings(config: Config, catalogue: Catalogue, settings: Settings, path
     length = config.line_length or lengths.of(path)
     if selected is settings.selected and length == settings.line_length:
         return settings
-    return Settings(selected, settings.apply, settings.target, length)
+    return dataclasses.replace(settings, selected=selected, line_length=length)
 
 
 def process(path: str, data: bytes, settings: Settings, context: Context = EMPTY) -> FileResult:

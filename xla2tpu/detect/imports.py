@@ -2,25 +2,22 @@
 (or Optimum TPU) import, with what decides its case but its use: whether an availability
 guard (`try:` / `except ImportError`) hangs on it, and whether it is a module-level one,
 judged on the code as written. Once fixes are made, the import pass judges use and guard on
-the code they leave (imports.py); when nothing is rewritten, this module does
-(`unchanged_findings`)."""
+the code they leave (imports.py); when the ast tells what the fixes leave, or nothing is
+rewritten, detect/after_fixes.py does."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xla2tpu.ast_blocks import blocks, catches_import_error
 from xla2tpu.canonical import Canonicaliser
 from xla2tpu.catalogue import Case, Rule
-from xla2tpu.conditions import Site, applies, choose, message_of
-from xla2tpu.detect.positions import Positions
+from xla2tpu.conditions import Site, applies, choose
 from xla2tpu.detect.scopes import FUNCTIONS, Scopes, from_module
-from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.facts import Facts
 from xla2tpu.index import RuleIndex
-from xla2tpu.noqa import Suppressions
 from xla2tpu.resolve import Scope
 
 
@@ -34,6 +31,8 @@ class ImportSite:
     scope: Scope  # where it binds
     guarded: bool
     top_level: bool  # not inside a function
+    statement: ast.Import | ast.ImportFrom = field(compare=False)
+    block: Sequence[ast.stmt] = field(compare=False)  # the statements the import is one of
 
 
 def aliases(node: ast.Import | ast.ImportFrom, canonical: Canonicaliser) -> Iterator[tuple[str, str, ast.alias]]:
@@ -61,7 +60,8 @@ def import_sites(tree: ast.Module, scopes: Scopes, index: RuleIndex) -> list[Imp
                 for qualname, bound, alias in aliases(node, scopes.canonical):
                     rule = index.imports.find(qualname)
                     if rule is not None:
-                        found.append(ImportSite(rule, qualname, bound, alias, binds_in[id(node)], _guarded(guards), depth == 0))
+                        found.append(ImportSite(rule, qualname, bound, alias, binds_in[id(node)], _guarded(guards), depth == 0,
+                                                node, body))
             elif isinstance(node, FUNCTIONS):
                 walk(node.body, (*guards, None), depth + 1)  # its imports run later, outside any `try:`
             elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
@@ -115,38 +115,10 @@ def _holds_only(body: Sequence[ast.stmt], kinds: tuple[type[ast.stmt], ...] = ()
     )
 
 
-def reached(scopes: Scopes, scope: Scope, name: str) -> bool:
-    """Whether a read of `name` anywhere reaches the binding an import in `scope` makes
-    (resolve.UseResolver.reached, on the file as written)."""
-    binding = scope.owner(name)
-    return any(name in reader.reads and reader.owner(name) is binding for reader in scopes.all)
-
-
 def decide(site: ImportSite, unused: bool, guarded: bool, top_level: bool, target: str, source: str,
            facts: Facts) -> Case | None:
     """The case of the import's rule at `site`; None when the rule's own `when` rules it out.
-    `unused` and `guarded` are judged on the code as the fixes leave it (imports.py), or as
-    written when no fix rewrites it (`unchanged_findings`)."""
+    `unused` and `guarded` are judged on the code as the fixes leave it: made (imports.py),
+    or told on the ast (detect/after_fixes.py)."""
     condition = Site(target=target, source=source, unused=unused, guarded=guarded, top_level=top_level, facts=facts)
     return choose(site.rule.cases, condition) if applies(site.rule, condition) else None
-
-
-def unchanged_findings(sites: Sequence[ImportSite], scopes: Scopes, positions: Positions, suppressions: Suppressions,
-                       apply: frozenset[FixClass], target: str, source: str, facts: Facts) -> list[Diagnostic] | None:
-    """The findings of the import sites of a file no fix rewrites (its uses are as written);
-    None when one of them would itself be fixed (then the import pass makes that edit)."""
-    found: list[Diagnostic] = []
-    for site in sites:
-        case = decide(site, not reached(scopes, site.scope, site.bound), site.guarded, site.top_level, target, source, facts)
-        if case is None:
-            continue
-        where = positions.where(site.alias)
-        if suppressions.suppressed(where.start.line, site.rule.code):
-            continue
-        fix = case.fix if case.fixable else FixClass.MANUAL
-        if fix is not FixClass.MANUAL and fix in apply:
-            return None
-        message = message_of(case, facts, site.qualname)
-        found.append(Diagnostic(where.start.line, where.start.column + 1, site.rule.code, message, fix, False,
-                                where.end.line, where.end.column + 1))
-    return found

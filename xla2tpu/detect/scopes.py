@@ -60,7 +60,9 @@ def _is_none(node: ast.expr | None) -> bool:
 class Scopes:
     """The module's scope and the scope of every node that opens one (by id); in each, the
     names read there as LibCST's UseResolver counts them: every name but an attribute's or
-    an import's own, so a definition's, a parameter's or a keyword argument's too."""
+    an import's own, so a definition's, a parameter's or a keyword argument's too. How many
+    of those reads are `Name` nodes, and which are not, tells whether a name is still read
+    once the fixes replace some of them (detect/after_fixes.py)."""
 
     def __init__(self, tree: ast.Module, canonical: Canonicaliser) -> None:
         self.canonical = canonical
@@ -69,6 +71,8 @@ class Scopes:
         self.all: list[Scope] = [self.module]
         # Every import statement with the scope it binds in, in source order.
         self.imports: list[tuple[ast.Import | ast.ImportFrom, Scope]] = []
+        self.name_reads: dict[tuple[int, str], int] = {}  # (id(scope), name) -> its `Name` nodes there
+        self.other_reads: set[tuple[int, str]] = set()  # read there otherwise (a parameter, a keyword...)
         self._walk(tree, self.module)
 
     def _open(self, node: ast.AST, parent: Scope, is_class: bool = False) -> Scope:
@@ -92,19 +96,21 @@ class Scopes:
         """Record what `node` binds in `scope`; the scope its children are read in."""
         if isinstance(node, ast.Name):
             scope.reads.add(node.id)
+            key = (id(scope), node.id)
+            self.name_reads[key] = self.name_reads.get(key, 0) + 1
             return scope
         if isinstance(node, FUNCTIONS):
             scope.bind(node.name, OTHER)
             inner = self._open(node, scope)
-            inner.reads.add(node.name)  # LibCST reads a definition's name inside it
+            self._read(inner, node.name)  # LibCST reads a definition's name inside it
             self._params(node.args, inner)
             if node.returns is not None:
-                self.module.reads.update(annotation_names(node.returns))
+                self._annotation(node.returns)
             return inner
         if isinstance(node, ast.ClassDef):
             scope.bind(node.name, OTHER)
             inner = self._open(node, scope, is_class=True)
-            inner.reads.add(node.name)
+            self._read(inner, node.name)
             return inner
         if isinstance(node, ast.Lambda):
             inner = self._open(node, scope)
@@ -125,7 +131,7 @@ class Scopes:
                 for target in node.targets:
                     self._target(target, scope)
         elif isinstance(node, ast.AnnAssign):
-            self.module.reads.update(annotation_names(node.annotation))
+            self._annotation(node.annotation)
             if node.value is not None and not _is_none(node.value):
                 self._target(node.target, scope)
         elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension)):
@@ -145,28 +151,37 @@ class Scopes:
         elif isinstance(node, ast.ExceptHandler):
             if node.name is not None:
                 scope.bind(node.name, OTHER)
-                scope.reads.add(node.name)
+                self._read(scope, node.name)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             for name in node.names:
                 scope.declared[name] = isinstance(node, ast.Global)
-                scope.reads.add(name)
+                self._read(scope, name)
         elif isinstance(node, ast.keyword):
             if node.arg is not None:
-                scope.reads.add(node.arg)
+                self._read(scope, node.arg)
         elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
             if node.name is not None:
-                scope.reads.add(node.name)
+                self._read(scope, node.name)
         elif isinstance(node, ast.MatchMapping):
             if node.rest is not None:
-                scope.reads.add(node.rest)
+                self._read(scope, node.rest)
         return scope
+
+    def _read(self, scope: Scope, name: str) -> None:
+        """A read that is not a `Name` node."""
+        scope.reads.add(name)
+        self.other_reads.add((id(scope), name))
+
+    def _annotation(self, node: ast.expr) -> None:
+        for name in annotation_names(node):  # type checkers read them at module level
+            self._read(self.module, name)
 
     def _params(self, args: ast.arguments, scope: Scope) -> None:
         for arg in _arguments(args):
             scope.bind(arg.arg, OTHER)
-            scope.reads.add(arg.arg)
+            self._read(scope, arg.arg)
             if arg.annotation is not None:
-                self.module.reads.update(annotation_names(arg.annotation))
+                self._annotation(arg.annotation)
 
     def _target(self, target: ast.expr, scope: Scope) -> None:
         if isinstance(target, ast.Name):

@@ -16,7 +16,7 @@ import bisect
 import copy
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xla2tpu import templates
 from xla2tpu.arguments import bind
@@ -79,6 +79,13 @@ class Found:
     category: str = ""  # what kind of node the site is: reference, call, string, pair, subscript, expression, lint
     key: str = ""  # what the node spells: a reference's dotted name, a call's callee, a string's text
     form: str = ""  # an expression site's pattern
+    # What the fix leaves of the code around it is judged from these (detect/after_fixes.py):
+    # the scope the site reads in, the nodes from the module down to it, and what its
+    # template's placeholders bind (a call's parameters, an expression pattern's slots).
+    scope: Scope | None = field(default=None, compare=False, repr=False)
+    parents: tuple[ast.AST, ...] = field(default=(), compare=False, repr=False)
+    args: Mapping[str, ast.AST] | None = field(default=None, compare=False, repr=False)
+    star_args: Mapping[str, list[ast.AST]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def fix(self) -> FixClass:
@@ -249,7 +256,8 @@ class Detector:
     def _add(self, category: str, rule: Rule, case: Case, node: ast.AST, fixable: bool, note: str = "",
              name: str = "", structural: bool = False, form: str = "", key: str = "") -> Found:
         source = short(self._code(node)) if "{source}" in case.message else ""
-        found = Found(rule, case, node, fixable, structural, name, note, source, category=category, form=form, key=key)
+        found = Found(rule, case, node, fixable, structural, name, note, source, category=category, form=form, key=key,
+                      scope=self.scope, parents=tuple(self._parents))
         self.found.append(found)
         self._at[id(node)] = found
         return found
@@ -338,6 +346,7 @@ class Detector:
             note = self._spell_note(templates.spelled_names(case.template))
         found = self._add("call", rule, case, node, fixable, note, qualname, structural, key=dotted_name(node.func) or "")
         found.inner = (start, len(self.found) - 1)
+        found.args, found.star_args = site.args, site.star_args
         # A structural fix that may be made is decided when it is built (rewriter.py).
         found.keeps_arguments = not (structural and fixable) and (not fixable or bool(note) or case.fix is FixClass.MANUAL)
 
@@ -534,8 +543,9 @@ class Detector:
         case = choose(rule.cases, site)
         fixable = case.fixable and _can_fix(case, site)
         note = self._spell_note(templates.spelled_names(case.template)) if fixable and case.template else ""
-        self._add("expression", rule, case, node, fixable, note, form=pattern.text,  # type: ignore[attr-defined]
-                  key=EXPRESSION_KINDS.get(type(node).__name__, ""))
+        found = self._add("expression", rule, case, node, fixable, note, form=pattern.text,  # type: ignore[attr-defined]
+                          key=EXPRESSION_KINDS.get(type(node).__name__, ""))
+        found.args = slots
 
     def _tensor_slots(self, rule: Rule, slots: dict[str, ast.expr]) -> frozenset[str]:
         if not uses(rule, "tensor"):
@@ -733,6 +743,11 @@ class SiteMap:
         """Whether the call's arguments held applied fixes, now demoted (see _settle)."""
         self._settle(self._position(site))
         return self._position(site) in self._keeping
+
+    def applied_sites(self) -> list[Found]:
+        """The sites whose fixes are made, once every call around them has had its say."""
+        self._settle(len(self.found) - 1)
+        return [site for i, site in enumerate(self.found) if self._applied(i)]
 
     def diagnostics(self) -> list[Diagnostic]:
         """The findings of the sites, as the user sees them (FileContext.report's rules)."""
