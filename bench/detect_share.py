@@ -7,8 +7,8 @@ Over the .py files under the paths that pass the prefilter (the only ones `check
 their bytes), CPU seconds, best of N, of:
 - a bare `libcst.parse_module` of each file (the floor of any LibCST tool);
 - CPython's `ast.parse` and a walk of every node;
-- the engine as `check` runs it (`engine.process_source`, the safe fixes, or the unsafe ones
-  too), no project model; and how many files it had LibCST parse;
+- the engine as `check` runs it (`engine.process_source`, findings only, the safe fixes or the
+  unsafe ones too), no project model; and how many files it had LibCST parse;
 - with `--fix`, over the files a fix rewrites: the engine (which also writes the new code),
   and a bare LibCST parse of only the top-level statements that hold a fixed finding, the
   floor of any tool that parses what it edits.
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -85,6 +86,7 @@ def main() -> None:
     rules = frozenset(rule.code for rule in catalogue.load().rules)
     apply = {FixClass.SAFE, FixClass.UNSAFE} if args.unsafe_fixes else {FixClass.SAFE}
     settings = Settings(rules, frozenset(apply), "eager")
+    checking = dataclasses.replace(settings, rewrite=False)  # findings only, as `check` asks
 
     def parse() -> None:
         for _, data in files:
@@ -104,7 +106,7 @@ def main() -> None:
     parsed: list[int] = []
 
     def check() -> None:
-        parsed[:] = [int(engine.process_source(path, data, settings).parsed) for path, data in files]
+        parsed[:] = [int(engine.process_source(path, data, checking).parsed) for path, data in files]
 
     check()  # warm: the catalogue, the index, compiled patterns
     bare, tree, engine_time = best(args.repeat, parse), best(args.repeat, walk), best(args.repeat, check)

@@ -10,8 +10,14 @@ import pytest
 
 from tests.fixture_cases import cases
 from xla2tpu import catalogue, engine
-from xla2tpu.diagnostics import FixClass
+from xla2tpu.diagnostics import FileResult, FixClass
 from xla2tpu.settings import Settings
+
+def _seen(result: FileResult) -> tuple:
+    """What a user sees of a result: each finding whole (a Diagnostic compares by place,
+    code and message only), and the file's error."""
+    return [(d, d.fix, d.fixed, d.end_line, d.end_col) for d in result.diagnostics], result.error
+
 
 _RULES = frozenset(rule.code for rule in catalogue.load().rules)
 _MODES = {
@@ -23,7 +29,7 @@ _MODES = {
 
 def _through_libcst(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file takes the LibCST path, as if a fix rewrote it."""
-    monkeypatch.setattr(engine, "import_findings", lambda *args: None)
+    monkeypatch.setattr(engine, "findings_after_fixes", lambda *args: None)
 
 
 @pytest.mark.parametrize("mode", sorted(_MODES))
@@ -36,7 +42,7 @@ def test_a_file_judged_on_cpythons_tree_alone_gets_the_findings_of_the_libcst_pa
         return  # LibCST parsed it: nothing to compare
     _through_libcst(monkeypatch)
     slow = engine.process_source(str(case.path), data, settings)
-    assert fast.diagnostics == slow.diagnostics
+    assert _seen(fast) == _seen(slow)
     assert slow.new_source is None
 
 
@@ -47,7 +53,7 @@ def test_check_reports_what_fix_reports(case, mode) -> None:
     settings = _MODES[mode]
     checked = engine.process_source(str(case.path), data, dataclasses.replace(settings, rewrite=False))
     fixed = engine.process_source(str(case.path), data, settings)
-    assert (checked.diagnostics, checked.error) == (fixed.diagnostics, fixed.error)
+    assert _seen(checked) == _seen(fixed)
 
 
 def test_check_tells_the_fixes_of_a_file_without_libcst() -> None:
@@ -57,10 +63,26 @@ def test_check_tells_the_fixes_of_a_file_without_libcst() -> None:
     assert [(d.code, d.fixed) for d in result.diagnostics] == [("XLA001", True), ("XLA201", True), ("XLA101", True)]
 
 
-def test_check_takes_libcst_where_a_deletion_empties_a_block() -> None:
-    source = b"import torch_xla.core.xla_model as xm\nif xm.is_master_ordinal():\n    xm.mark_step()\n"
-    result = engine.process_source("t.py", source, dataclasses.replace(_MODES["safe"], rewrite=False))
-    assert result.parsed
+@pytest.mark.parametrize("source, parsed", [
+    # The `if` goes with its test, and the finding for a human in it is resolved.
+    (b"import torch_xla.core.xla_model as xm\nif len(xm.get_xla_supported_devices()) > 1:\n    xm.mark_step()\nprint(1)\n",
+     False),
+    # `if A: <emptied> else: B` -> `if not A: B`: the test stays.
+    (b"import torch_xla.core.xla_model as xm\nif xm.get_xla_supported_devices():\n    xm.mark_step()\nelse:\n    f()\n",
+     False),
+    # A test that does something stays as a statement: only making the fix tells what of it.
+    (b"import torch_xla.core.xla_model as xm\nif check(xm.get_xla_supported_devices()):\n    xm.mark_step()\nprint(1)\n",
+     True),
+    # A deletion in a `try:` changes what guards the imports there.
+    (b"try:\n    import torch_xla.core.xla_model as xm\n    xm.mark_step()\nexcept ImportError:\n    xm = None\n", True),
+    # The branches may become the same: one of them replaces the `if`.
+    (b"import torch_xla.core.xla_model as xm\nif a:\n    d = xm.xla_device()\nelse:\n    d = b\n", True),
+])
+def test_check_tells_what_the_pruner_does_or_takes_libcst(source: bytes, parsed: bool) -> None:
+    settings = _MODES["unsafe"]
+    checked = engine.process_source("t.py", source, dataclasses.replace(settings, rewrite=False))
+    assert checked.parsed is parsed
+    assert _seen(checked) == _seen(engine.process_source("t.py", source, settings))
 
 
 def test_a_file_with_a_fix_to_make_is_parsed_by_libcst() -> None:

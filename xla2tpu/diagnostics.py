@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 
@@ -31,6 +32,14 @@ class Diagnostic:
     @property
     def fixable(self) -> bool:
         return self.fix is not FixClass.MANUAL
+
+    def removed_with_its_if(self) -> Diagnostic:
+        """The finding once the fixes emptied the block of the `if` whose test holds it, and
+        the `if` went (pruner.py): nothing of it is left to migrate."""
+        if self.fixed:
+            return self
+        message = f"{self.message} (removed with the `if` it tests, whose block the fixes emptied)"
+        return dataclasses.replace(self, message=message, fix=FixClass.SAFE, fixed=True)
 
 
 @dataclass

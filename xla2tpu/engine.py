@@ -33,7 +33,7 @@ from xla2tpu.prefilter import holds_token, may_hold_idiom
 from xla2tpu.project import EMPTY, Context
 from xla2tpu.project_findings import project_findings
 from xla2tpu.resolve import ImportResolver, UseResolver
-from xla2tpu.detect.after_fixes import import_findings
+from xla2tpu.detect.after_fixes import findings_after_fixes
 from xla2tpu.detect.imports import ImportSite, import_sites
 from xla2tpu.detect.scopes import Scopes
 from xla2tpu.detect.sites import Detector, SiteMap
@@ -160,12 +160,11 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     # transform to try (building one decides whether it can be made), is judged on CPython's
     # tree alone when that tells what the fixes leave of its imports: LibCST never parses it.
     first = detect(facts)
-    found_sites = first.diagnostics()
-    if not first.undecided and not (settings.rewrite and any(d.fixed for d in found_sites)):
-        left = import_findings(first, imports, scopes, positions, suppressions, settings.apply, settings.target,
-                               decoded.text, facts)
-        if left is not None and not (settings.rewrite and any(d.fixed for d in left)):
-            result.diagnostics = sorted([*prefix, *found_sites, *left])
+    if not first.undecided and not (settings.rewrite and first.applied_sites()):
+        found = findings_after_fixes(first, imports, scopes, positions, suppressions, settings.apply,
+                                     settings.target, decoded.text, facts)
+        if found is not None and not (settings.rewrite and any(d.fixed for d in found)):
+            result.diagnostics = sorted([*prefix, *found])
             result.encoding = decoded.encoding
             return
     layout = _parse(decoded, plan)

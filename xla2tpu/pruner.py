@@ -28,13 +28,13 @@ from xla2tpu.statements import holds_only, pass_statement, prune, prune_small
 
 # Contexts whose entry and exit only switch autograd / autocast state: `with` one of them
 # around nothing does nothing.
-_STATE_CONTEXTS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "autocast", "nullcontext"})
+STATE_CONTEXTS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "autocast", "nullcontext"})
 # unittest's hooks: the base class's are no-ops, so an emptied override can go.
 _TEST_HOOKS = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "asyncSetUp", "asyncTearDown"})
 _MODULE_HOOKS = frozenset({"setUpModule", "tearDownModule"})
 _HOOK_DECORATORS = frozenset({"classmethod", "staticmethod"})
 # Builtins that only read their arguments.
-_READERS = frozenset({"len", "isinstance", "issubclass", "hasattr", "callable", "bool", "int", "float", "str", "abs",
+READERS = frozenset({"len", "isinstance", "issubclass", "hasattr", "callable", "bool", "int", "float", "str", "abs",
                       "min", "max", "getattr", "os.environ.get", "os.getenv"})
 _INVERSE: dict[type[cst.BaseCompOp], type[cst.BaseCompOp]] = {
     cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal, cst.In: cst.NotIn, cst.NotIn: cst.In,
@@ -246,7 +246,7 @@ def inert(test: cst.BaseExpression, queries: Container[int] = ()) -> bool:
         return all(isinstance(e, cst.Element) and inert(e.value, queries) for e in test.elements)
     if isinstance(test, cst.Call):
         name = dotted_name(test.func) or ""
-        reads = id(test) in queries or name in _READERS or PREDICATE.fullmatch(name.rsplit(".", 1)[-1]) is not None
+        reads = id(test) in queries or name in READERS or PREDICATE.fullmatch(name.rsplit(".", 1)[-1]) is not None
         return reads and all(not arg.star and inert(arg.value, queries) for arg in test.args)
     return False
 
@@ -315,7 +315,7 @@ def _state_context(item: cst.BaseExpression) -> bool:
     if not isinstance(item, cst.Call):
         return False
     name = dotted_name(item.func) or ""
-    return name.rsplit(".", 1)[-1] in _STATE_CONTEXTS and all(inert(arg.value) for arg in item.args)
+    return name.rsplit(".", 1)[-1] in STATE_CONTEXTS and all(inert(arg.value) for arg in item.args)
 
 
 def _fixed_iterable(iterable: cst.BaseExpression) -> bool:

@@ -7,7 +7,6 @@ are known.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 
@@ -70,10 +69,7 @@ class FileContext:
         nothing of it is left to migrate."""
         found = list(self.diagnostics)
         for index in set(self.resolved):
-            diagnostic = found[index]
-            if not diagnostic.fixed:
-                message = f"{diagnostic.message} (removed with the `if` it tests, whose block the fixes emptied)"
-                found[index] = dataclasses.replace(diagnostic, message=message, fix=FixClass.SAFE, fixed=True)
+            found[index] = found[index].removed_with_its_if()
         return found
 
     @functools.cached_property

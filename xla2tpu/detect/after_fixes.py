@@ -1,72 +1,88 @@
-"""What the applied fixes leave of a file, told on CPython's tree without making them: which
-reads of each torch_xla import's name stay, so that `check` decides the import rules as the
-import pass decides them on the fixed code (imports.py) and LibCST never parses the file.
+"""What the applied fixes leave of a file, told on CPython's tree without making them, for
+`check`: which reads of each torch_xla import's name stay (so the import rules are decided
+as the import pass decides them on the fixed code, imports.py), and which findings go with
+an `if` the fixes empty (pruner.py). LibCST then never parses the file.
 
 A fix replaces its site's node (a reference; a call, keeping the argument nodes its
 template's placeholders name; an expression, keeping its slots) or deletes the statement
-the site is. Where a fix reaches further than that, this cannot tell (None) and the file
-goes through LibCST: a fix that writes statements (a transform, a statement template, which
-building decides), a block the deletions (and the imports they leave unused) empty, which
-the pruner removes with the `if` or `try` around it and the reads of its test, a deletion
-in a `try:` block (it changes what guards the imports there), a replaced node that opens a
-scope of its own (a lambda, a comprehension), a template that writes an import's own name.
+the site is; the pruner then removes what the deletions emptied, by its rules, told here
+on the ast: an `if` whose test only reads (its reads go, and the findings in it are
+resolved), a `for` over a `range`, a `with` of autograd state; other blocks keep `pass`.
+Where that cannot be told (None), the file goes through LibCST: a fix that writes
+statements (a transform, a statement template: building it decides), a deletion in a
+`try:` (it changes what guards the imports there), an `if` left with a test that does
+something, an `if` whose branches may become the same, an emptied unittest hook or module,
+a replaced node that opens a scope of its own, a template that writes an import's own
+name, an import removal that empties a block.
 """
 
 from __future__ import annotations
 
 import ast
+import heapq
 from collections.abc import Sequence
 
 from xla2tpu import templates
-from xla2tpu.ast_blocks import blocks
 from xla2tpu.conditions import message_of
 from xla2tpu.detect.imports import ImportSite, decide
+from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.positions import Positions
-from xla2tpu.detect.scopes import SCOPED, Scopes
+from xla2tpu.detect.scopes import FUNCTIONS, SCOPED, Scopes
 from xla2tpu.detect.sites import Found, SiteMap
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.facts import Facts
+from xla2tpu.modules import PREDICATE
 from xla2tpu.noqa import Suppressions
+from xla2tpu.pruner import READERS, STATE_CONTEXTS
+from xla2tpu.resolve import Scope
 
-# A statement deleted in one of these blocks changes what a `try:` guards (imports.py).
-_GUARD_BLOCKS = (ast.Try, ast.ExceptHandler, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+_TRY = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+_HOOKS = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "asyncSetUp", "asyncTearDown",
+                    "setUpModule", "tearDownModule"})
 
 
 class _CannotTell(Exception):
-    """A fix reaches past the node it replaces: only making it tells what it leaves."""
+    """Only making the fixes tells what they leave."""
 
 
 class Leftovers:
-    """The reads and statements the applied fixes take away."""
+    """The reads, statements and findings the applied fixes take away."""
 
-    def __init__(self, sites: SiteMap, names: frozenset[str]) -> None:
-        self.gone: dict[tuple[int, str], int] = {}  # (id(scope), name) -> its `Name` nodes the fixes replace
+    def __init__(self, sites: SiteMap, scopes: Scopes, names: frozenset[str]) -> None:
+        self.gone: dict[tuple[int, str], int] = {}  # (id(scope), name) -> its `Name` nodes the fixes take
+        self.resolved: list[Found] = []  # sites left for a human whose code goes with an `if`
+        self._sites = sites
+        self._scopes = scopes
+        self._queries = {id(site.node) for site in sites.found}  # calls the pruner takes for reads
         self._names = names  # the names the imports bind: the only reads that matter
-        self._seen: set[int] = set()  # Name nodes already taken (a site inside another's replaced node)
-        # id(block) -> (the block, ids of its statements deleted)
-        self._deleted: dict[int, tuple[Sequence[ast.stmt], set[int]]] = {}
-        for site in sites.applied_sites():
+        self._seen: set[int] = set()  # Name nodes taken already (a site inside another's node)
+        self._deleted: set[int] = set()  # statements that go
+        self._pending: list[tuple[int, int, ast.AST, tuple[ast.AST, ...]]] = []  # owners to prune, deepest first
+        applied = sites.applied_sites()
+        self._wild = {id(site.node) for site in applied}  # nodes whose code the fixes change
+        for site in applied:
             self._take(site)
+        self._prune()
 
+    # ------------------------------------------------------------------ the fixes
     def _take(self, site: Found) -> None:
         case = site.case
+        assert site.scope is not None
         if site.structural:
             raise _CannotTell
         if site.category == "string":
             return  # a string literal for another: no name is read there
         if case.action == "delete" and site.category in ("call", "subscript"):
-            statement, owner = site.parents[-2], site.parents[-3]
-            if not isinstance(statement, ast.stmt) or isinstance(owner, _GUARD_BLOCKS):
+            statement = site.parents[-2]
+            if not isinstance(statement, ast.stmt):
                 raise _CannotTell
-            block = next(b for b in blocks(owner) if any(s is statement for s in b))
-            self.delete(block, statement)
-            self._region(site, statement, ())
+            self._delete(statement, site.parents[:-2], site.scope)
         elif case.action == "rename" and site.category == "reference":
             self._written(templates.identifiers(case.template))
-            self._region(site, site.node, ())
+            self._region(site.scope, site.node)
         elif case.action == "replace" and site.category in ("reference", "call", "expression"):
             self._written(templates.identifiers(case.template))
-            self._region(site, site.node, _kept(site) if site.category != "reference" else ())
+            self._region(site.scope, site.node, _kept(site) if site.category != "reference" else ())
         else:
             raise _CannotTell
 
@@ -74,16 +90,17 @@ class Leftovers:
         if names & self._names:
             raise _CannotTell  # the fix may spell the import's name: it may still be read
 
-    def delete(self, block: Sequence[ast.stmt], statement: ast.stmt) -> None:
-        """`statement` goes; a block left empty is the pruner's (see the module's doc)."""
-        entry = self._deleted.setdefault(id(block), (block, set()))
-        entry[1].add(id(statement))
-        if len(entry[1]) == len(block):
-            raise _CannotTell
+    def _delete(self, statement: ast.stmt, chain: tuple[ast.AST, ...], scope: Scope) -> None:
+        """`statement` goes (`chain`: the nodes from the module down to its block's owner)."""
+        owner = chain[-1]
+        if isinstance(owner, (*_TRY, ast.ExceptHandler)):
+            raise _CannotTell  # what the `try:` guards changes
+        self._deleted.add(id(statement))
+        self._region(scope, statement)
+        heapq.heappush(self._pending, (-len(chain), id(owner), owner, chain))
 
-    def _region(self, site: Found, node: ast.AST, kept: Sequence[ast.AST]) -> None:
+    def _region(self, scope: Scope, node: ast.AST, kept: Sequence[ast.AST] = ()) -> None:
         """The reads in `node` go, but for those in the `kept` nodes (which stay as written)."""
-        assert site.scope is not None
         keep = {id(k) for k in kept}
         stack = [node]
         while stack:
@@ -94,15 +111,90 @@ class Leftovers:
                 raise _CannotTell  # its reads are in a scope of its own
             if isinstance(current, ast.Name) and current.id in self._names and id(current) not in self._seen:
                 self._seen.add(id(current))
-                key = (id(site.scope), current.id)
+                key = (id(scope), current.id)
                 self.gone[key] = self.gone.get(key, 0) + 1
             elif isinstance(current, ast.keyword) and current.arg in self._names:
                 raise _CannotTell  # LibCST reads a keyword's name: not counted by the node
             stack.extend(ast.iter_child_nodes(current))
 
-    def read(self, scopes: Scopes, site: ImportSite) -> bool:
+    # ------------------------------------------------------------------ what the pruner does
+    def _prune(self) -> None:
+        """The compound statements whose blocks the deletions emptied, innermost first."""
+        done: set[int] = set()
+        while self._pending:
+            _, key, owner, chain = heapq.heappop(self._pending)
+            if key not in done:
+                done.add(key)
+                self._emptied(owner, chain)
+        self._same_branches()
+
+    def _empty(self, block: Sequence[ast.stmt]) -> bool:
+        return all(id(statement) in self._deleted for statement in block)
+
+    def _emptied(self, owner: ast.AST, chain: tuple[ast.AST, ...]) -> None:
+        scope = self._scope(chain)
+        if isinstance(owner, ast.Module):
+            if self._empty(owner.body):
+                raise _CannotTell
+            return
+        if isinstance(owner, ast.If):
+            if not self._empty(owner.body) or (owner.orelse and not self._empty(owner.orelse)):
+                return  # an emptied `else:` goes; `if A: <emptied> else: B` becomes `if not A: B`
+            if not _inert(owner.test, self._queries):
+                raise _CannotTell  # what the test does stays, as a statement
+            self._resolve(owner.test)
+            self._delete(owner, chain[:-1], scope)
+        elif isinstance(owner, (ast.For, ast.AsyncFor)):
+            if self._empty(owner.body) and not owner.orelse and _fixed_iterable(owner.iter):
+                self._delete(owner, chain[:-1], scope)
+        elif isinstance(owner, (ast.With, ast.AsyncWith)):
+            if self._empty(owner.body) and all(_state_context(item.context_expr) for item in owner.items):
+                self._delete(owner, chain[:-1], scope)
+        elif isinstance(owner, FUNCTIONS) and owner.name in _HOOKS and self._empty(owner.body):
+            raise _CannotTell  # an emptied unittest hook may go
+        # Anything else emptied keeps `pass`.
+
+    def _scope(self, chain: tuple[ast.AST, ...]) -> Scope:
+        """The scope the statements of `chain[-1]`'s blocks read in."""
+        for node in reversed(chain):
+            scope = self._scopes.of.get(id(node))
+            if scope is not None:
+                return scope
+        return self._scopes.module
+
+    def _resolve(self, test: ast.expr) -> None:
+        """The findings left for a human in the test of an `if` that goes go with it."""
+        inside = {id(node) for node in ast.walk(test)}
+        self.resolved += [site for site in self._sites.found
+                          if id(site.node) in inside and not self._sites.applied(site) and id(site) in self._sites.index]
+
+    def _same_branches(self) -> None:
+        """An `if` whose two branches the fixes may make the same is replaced by one of them:
+        only making the fixes tells."""
+        owners = {id(site.parents[i]): site.parents[i] for site in self._sites.applied_sites()
+                  for i in range(len(site.parents)) if isinstance(site.parents[i], ast.If)}
+        for owner in owners.values():
+            if owner.orelse and id(owner) not in self._deleted:
+                body = [s for s in owner.body if id(s) not in self._deleted]
+                orelse = [s for s in owner.orelse if id(s) not in self._deleted]
+                if body and len(body) == len(orelse) and all(map(self._may_equal, body, orelse)):
+                    raise _CannotTell
+
+    def _may_equal(self, a: object, b: object) -> bool:
+        if isinstance(a, ast.AST) and (id(a) in self._wild or id(b) in self._wild):
+            return True
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, list):
+            return len(a) == len(b) and all(map(self._may_equal, a, b))  # type: ignore[arg-type]
+        if isinstance(a, ast.AST):
+            return all(self._may_equal(getattr(a, f, None), getattr(b, f, None)) for f in a._fields)
+        return a == b
+
+    # ------------------------------------------------------------------ what is read after
+    def read(self, site: ImportSite) -> bool:
         """Whether the name the import binds is read after the fixes (UseResolver.reached)."""
-        name = site.bound
+        name, scopes = site.bound, self._scopes
         binding = site.scope.owner(name)
         for reader in scopes.all:
             if name in reader.reads and reader.owner(name) is binding:
@@ -110,6 +202,15 @@ class Leftovers:
                 if key in scopes.other_reads or scopes.name_reads.get(key, 0) > self.gone.get(key, 0):
                     return True
         return False
+
+    def import_removed(self, removed: Sequence[ImportSite]) -> None:
+        """The import pass removes these aliases; a statement left without any goes, and
+        one that empties a block makes the pruner run again: only making it tells."""
+        statement = removed[0].statement
+        if len(removed) == len(statement.names):
+            self._deleted.add(id(statement))
+            if self._empty(removed[0].block):
+                raise _CannotTell
 
 
 def _kept(site: Found) -> list[ast.AST]:
@@ -125,17 +226,66 @@ def _kept(site: Found) -> list[ast.AST]:
     return kept
 
 
-def import_findings(sites: SiteMap, imports: Sequence[ImportSite], scopes: Scopes, positions: Positions,
-                    suppressions: Suppressions, apply: frozenset[FixClass], target: str, source: str,
-                    facts: Facts) -> list[Diagnostic] | None:
-    """The findings of the import sites once the applied fixes are made; None when only
-    making them tells (see the module's doc)."""
+def _inert(test: ast.AST, queries: set[int] = frozenset()) -> bool:  # type: ignore[assignment]
+    """pruner.inert on CPython's tree: evaluating `test` can do nothing but read."""
+    if isinstance(test, (ast.Name, ast.Constant)):
+        # `...` is no read for LibCST, `None` is a name
+        return not isinstance(test, ast.Constant) or test.value is not Ellipsis
+    if isinstance(test, ast.Attribute):
+        value = test.value
+        if isinstance(value, ast.Call):  # `State().distributed_type`: an accessor, read for its attribute
+            return _inert(value.func, queries) and _inert_arguments(value, queries)
+        return dotted_name(test) is not None or _inert(value, queries)
+    if isinstance(test, ast.UnaryOp):
+        return _inert(test.operand, queries)
+    if isinstance(test, ast.BoolOp):
+        return all(_inert(value, queries) for value in test.values)
+    if isinstance(test, ast.BinOp):
+        return _inert(test.left, queries) and _inert(test.right, queries)
+    if isinstance(test, ast.Compare):
+        return _inert(test.left, queries) and all(_inert(c, queries) for c in test.comparators)
+    if isinstance(test, ast.Subscript):
+        return _inert(test.value, queries) and _inert(test.slice, queries)
+    if isinstance(test, (ast.Tuple, ast.List)):
+        return all(_inert(e, queries) for e in test.elts)
+    if isinstance(test, ast.Call):
+        name = dotted_name(test.func) or ""
+        reads = id(test) in queries or name in READERS or PREDICATE.fullmatch(name.rsplit(".", 1)[-1]) is not None
+        return reads and _inert_arguments(test, queries)
+    return False
+
+
+def _inert_arguments(call: ast.Call, queries: set[int] = frozenset()) -> bool:  # type: ignore[assignment]
+    return (all(not isinstance(a, ast.Starred) and _inert(a, queries) for a in call.args)
+            and all(k.arg is not None and _inert(k.value, queries) for k in call.keywords))
+
+
+def _fixed_iterable(iterable: ast.expr) -> bool:
+    """pruner._fixed_iterable on CPython's tree."""
+    if isinstance(iterable, ast.Call):
+        return dotted_name(iterable.func) == "range" and _inert_arguments(iterable)
+    return isinstance(iterable, (ast.Tuple, ast.List)) and _inert(iterable)
+
+
+def _state_context(item: ast.expr) -> bool:
+    """pruner._state_context on CPython's tree."""
+    if not isinstance(item, ast.Call):
+        return False
+    name = dotted_name(item.func) or ""
+    return name.rsplit(".", 1)[-1] in STATE_CONTEXTS and all(_inert(a) for a in item.args)
+
+
+def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: Scopes, positions: Positions,
+                         suppressions: Suppressions, apply: frozenset[FixClass], target: str, source: str,
+                         facts: Facts) -> list[Diagnostic] | None:
+    """The findings of the sites and of the import sites once the applied fixes are made;
+    None when only making them tells (see the module's doc)."""
     try:
-        left = Leftovers(sites, frozenset(site.bound for site in imports))
-        found: list[Diagnostic] = []
+        left = Leftovers(sites, scopes, frozenset(site.bound for site in imports))
+        found = sites.diagnostics({id(site) for site in left.resolved})
         removed: dict[int, list[ImportSite]] = {}  # id(import statement) -> its aliases that go
         for site in imports:
-            case = decide(site, not left.read(scopes, site), site.guarded, site.top_level, target, source, facts)
+            case = decide(site, not left.read(site), site.guarded, site.top_level, target, source, facts)
             if case is None:
                 continue
             where = positions.where(site.alias)
@@ -149,9 +299,7 @@ def import_findings(sites: SiteMap, imports: Sequence[ImportSite], scopes: Scope
             if applied and case.action == "remove-import":
                 removed.setdefault(id(site.statement), []).append(site)
         for going in removed.values():
-            statement = going[0].statement
-            if len(going) == len(statement.names):
-                left.delete(going[0].block, statement)
+            left.import_removed(going)
     except _CannotTell:
         return None
     return found

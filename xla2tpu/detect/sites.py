@@ -15,7 +15,7 @@ import ast
 import bisect
 import copy
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xla2tpu import templates
@@ -749,8 +749,9 @@ class SiteMap:
         self._settle(len(self.found) - 1)
         return [site for i, site in enumerate(self.found) if self._applied(i)]
 
-    def diagnostics(self) -> list[Diagnostic]:
-        """The findings of the sites, as the user sees them (FileContext.report's rules)."""
+    def diagnostics(self, resolved: Collection[int] = ()) -> list[Diagnostic]:
+        """The findings of the sites, as the user sees them (FileContext.report's rules);
+        `resolved`: the ids of the sites whose code went with an emptied `if`."""
         self._settle(len(self.found) - 1)
         out: list[Diagnostic] = []
         for i, (site, span) in enumerate(zip(self.found, self._spans)):
@@ -758,6 +759,7 @@ class SiteMap:
                 continue
             note = self._refused[i] if i in self._refused else site.note
             message = message_of(site.case, self.facts, site.source, note, site.name, self.defined)
-            out.append(Diagnostic(span.start.line, span.start.column + 1, site.rule.code, message, self._fix(i),
-                                  self._applied(i), span.end.line, span.end.column + 1))
+            found = Diagnostic(span.start.line, span.start.column + 1, site.rule.code, message, self._fix(i),
+                               self._applied(i), span.end.line, span.end.column + 1)
+            out.append(found.removed_with_its_if() if id(site) in resolved else found)
         return out
