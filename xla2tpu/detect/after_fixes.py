@@ -4,13 +4,13 @@ as the import pass decides them on the fixed code, imports.py), and which findin
 an `if` the fixes empty (pruner.py). LibCST then never parses the file.
 
 A fix replaces its site's node (a reference; a call, keeping the argument nodes its
-template's placeholders name; an expression, keeping its slots) or deletes the statement
-the site is; the pruner then removes what the deletions emptied, by its rules, told here
-on the ast: an `if` whose test only reads (its reads go, and the findings in it are
-resolved), a `for` over a `range`, a `with` of autograd state; other blocks keep `pass`.
-Where that cannot be told (None), the file goes through LibCST: a fix that writes
-statements (a transform, a statement template: building it decides), a deletion in a
-`try:` (it changes what guards the imports there), an `if` left with a test that does
+template's placeholders name; an expression, keeping its slots), replaces the call's line
+with a statement template's, or deletes the statement the site is. The pruner then removes
+what the deletions emptied, by its rules, told here on the ast: an `if` whose test only
+reads (its reads go, and the findings in it are resolved), a `for` over a `range`, a `with`
+of autograd state; other blocks keep `pass`. Where that cannot be told (None), the file
+goes through LibCST: a transform (only building it decides what it writes), a deletion in
+a `try:` (it changes what guards the imports there), an `if` left with a test that does
 something, an `if` whose branches may become the same, an emptied unittest hook or module,
 a replaced node that opens a scope of its own, a template that writes an import's own
 name, an import removal that empties a block.
@@ -68,8 +68,14 @@ class Leftovers:
     def _take(self, site: Found) -> None:
         case = site.case
         assert site.scope is not None
-        if site.structural:
+        if site.structural and case.action == "transform":
             raise _CannotTell
+        if site.structural:  # a statement template: the call's line goes, the arguments it names stay
+            statement = site.parents[-2]
+            self._wild.add(id(statement))
+            self._written(templates.identifiers(case.template))
+            self._region(site.scope, statement, _kept(site))
+            return
         if site.category == "string":
             return  # a string literal for another: no name is read there
         if case.action == "delete" and site.category in ("call", "subscript"):

@@ -4,8 +4,9 @@ Sites: calls (`xm.mark_step()`), references (`torch_xla._XLAC.x`), string argume
 (`.to("xla")`), environment variable reads and writes (`os.environ["PJRT_DEVICE"]`) and
 expression patterns (`device.type == "xla"`). For each, the case that decides it and
 whether its fix can be made here: the template's arguments are there and the names it
-writes reach their modules (emission.py). A transform's fix, and a statement template's,
-is decided by building it (rewriter.py): such a site is `Found.structural`. The fates of
+writes reach their modules (emission.py); a statement template's, that the call is a line
+of its own. A transform's fix is decided by building it (rewriter.py). Both write
+statements: such a site is `Found.structural`. The fates of
 the fixes (applied, refused, kept back by a call around them) are the `SiteMap`'s.
 """
 
@@ -22,7 +23,7 @@ from xla2tpu import templates
 from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, message_of
-from xla2tpu.ast_blocks import lazy_imports
+from xla2tpu.ast_blocks import blocks, lazy_imports
 from xla2tpu.detect import ast_earlier, ast_patterns
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import children
@@ -70,7 +71,7 @@ class Found:
     case: Case
     node: ast.AST  # reported at this node's position
     fixable: bool  # the fix can be made here (before a transform has its say)
-    structural: bool = False  # a transform or statement template: building it decides
+    structural: bool = False  # a transform or statement template: the fix writes statements
     name: str = ""  # the qualified name (or variable) matched
     note: str = ""  # why a fix the case would make is withheld here
     source: str = ""  # `{source}`: the site's code, shortened
@@ -336,19 +337,34 @@ class Detector:
         start = self._inner_start.pop(id(node), len(self.found))
         if case is None:
             return
-        structural = case.action == "transform" or (case.action == "replace" and templates.is_statement(case.template))
-        if structural:
+        transform = case.action == "transform"
+        structural = transform or (case.action == "replace" and templates.is_statement(case.template))
+        if transform:
             fixable = case.fixable and site.args is not None
-        else:
-            fixable = case.fixable and _can_fix(case, site)
+        else:  # a statement template replaces the call's line, when the call is all of it
+            fixable = case.fixable and _can_fix(case, site) and (not structural or self._whole_line())
         note = ""
-        if fixable and not structural and case.action == "replace":
+        if fixable and case.action == "replace":
             note = self._spell_note(templates.spelled_names(case.template))
         found = self._add("call", rule, case, node, fixable, note, qualname, structural, key=dotted_name(node.func) or "")
         found.inner = (start, len(self.found) - 1)
         found.args, found.star_args = site.args, site.star_args
-        # A structural fix that may be made is decided when it is built (rewriter.py).
-        found.keeps_arguments = not (structural and fixable) and (not fixable or bool(note) or case.fix is FixClass.MANUAL)
+        # A transform that may be made is decided when it is built (rewriter.py).
+        found.keeps_arguments = not (transform and fixable) and (not fixable or bool(note) or case.fix is FixClass.MANUAL)
+
+    def _whole_line(self) -> bool:
+        """Whether the call being left is a statement alone on its lines (for LibCST, a line
+        of one small statement): what a statement template replaces."""
+        statement, owner = self._parent(), self._parent(3)
+        if not isinstance(statement, ast.Expr) or owner is None:
+            return False
+        if self.positions.line_texts[statement.lineno - 1][:statement.col_offset].strip():
+            return False  # `a; call()`, `if a: call()`
+        for block in blocks(owner):
+            for i, sibling in enumerate(block):
+                if sibling is statement:
+                    return i + 1 == len(block) or block[i + 1].lineno > (statement.end_lineno or statement.lineno)
+        return False
 
     def _call_site(self, rule: Rule, qualname: str, node: ast.Call) -> Site:
         binding = bind(rule.params, call_arguments(node))
@@ -672,9 +688,9 @@ class SiteMap:
 
     @property
     def undecided(self) -> bool:
-        """Whether a site's fix is a transform's (or a statement template's) that only building
-        it can decide (rewriter.py)."""
-        return any(site.structural and site.fixable for site in self.found)
+        """Whether a site's fix is a transform's, which only building it can decide
+        (rewriter.py)."""
+        return any(site.structural and site.fixable and site.case.action == "transform" for site in self.found)
 
     def holds(self, lines: range) -> bool:
         """Whether a site starts on one of `lines`."""
