@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from xla2tpu.detect.order import walk
 
 def blocks(node: ast.AST) -> list[list[ast.AST]]:
     """The blocks of a compound statement (or of a `case`), in source order: its body, its
@@ -32,7 +33,7 @@ def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 def imported_modules(tree: ast.AST) -> Iterator[tuple[int, str]]:
     """(line, module) for every absolute import anywhere in `tree`: `import a.b` gives
     `a.b`, `from a.b import c` gives `a.b` (a relative import names the project's own)."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Import):
             yield from ((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -45,7 +46,7 @@ def lazy_imports(tree: ast.Module) -> frozenset[str]:
     without torch)."""
     loaded = {alias.name.split(".")[0] for node in module_level(tree.body) if isinstance(node, ast.Import)
               for alias in node.names}
-    inside = {alias.name.split(".")[0] for node in ast.walk(tree)
+    inside = {alias.name.split(".")[0] for node in walk(tree)
               if isinstance(node, ast.Import) for alias in node.names if alias.asname is None}
     return frozenset(inside - loaded)
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from xla2tpu.ast_blocks import module_level
 from xla2tpu.canonical import Canonicaliser
+from xla2tpu.detect.order import walk
 from xla2tpu.pins import forget_pins, transformers_pin
 
 
@@ -287,7 +288,7 @@ class _Scan:
             # The entry point torch_xla's launcher scripts (`xla_spawn.py`, `xla_dist`) import
             # and start in every process: the module runs under a launch of another file.
             self.note("entry-spawn", statement, "defines `_mp_fn`, which torch_xla launchers (`xla_spawn.py`) start in every process")
-        for node in ast.walk(statement):  # breadth first: a node comes before its children
+        for node in walk(statement):  # breadth first: a node comes before its children
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.bind(node)
             elif isinstance(node, ast.Call):
@@ -319,10 +320,10 @@ def _non_xla_branches(statement: ast.stmt) -> set[int]:
     A process group created there says nothing of the XLA path (accelerate's, Lightning's and
     ignite's multi-backend setup code, the GPU half of a TPU-or-GPU script)."""
     off_xla: list[ast.stmt] = []
-    sides = {id(node): _xla_side(node) for node in ast.walk(statement) if isinstance(node, ast.If)}
+    sides = {id(node): _xla_side(node) for node in walk(statement) if isinstance(node, ast.If)}
     if not any(sides.values()):
         return set()
-    for node in ast.walk(statement):
+    for node in walk(statement):
         for block in (getattr(node, "body", None), getattr(node, "orelse", None)):
             if not isinstance(block, list):
                 continue
@@ -333,7 +334,7 @@ def _non_xla_branches(statement: ast.stmt) -> set[int]:
         side = sides.get(id(node))
         if side is not None:
             off_xla.extend(node.orelse if side == "body" else node.body)  # type: ignore[attr-defined]
-    return {id(inner) for branch in off_xla for inner in ast.walk(branch)}
+    return {id(inner) for branch in off_xla for inner in walk(branch)}
 
 
 def _leaves(body: list[ast.stmt]) -> bool:

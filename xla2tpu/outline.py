@@ -35,6 +35,7 @@ top-level statement always starts at column 0, so columns need no shift.
 from __future__ import annotations
 
 import ast
+import functools
 import keyword
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -111,6 +112,12 @@ def _untokened(index: RuleIndex) -> tuple[frozenset[str], tuple[str, ...], str]:
     return _UNTOKENED[key]
 
 
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """Files that import alike share their patterns (re's own cache holds too few)."""
+    return re.compile(pattern)
+
+
 def _words(names: set[str]) -> str:
     return r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b" if names else r"(?!x)x"
 
@@ -132,10 +139,14 @@ class Plan:
                     ):
                         interesting.add(bound)
         self.watched = frozenset(watched)
-        self._reads = re.compile(f"{_words(interesting)}|{strings}")
-        names = _words(watched)
-        # A name where it may be (re)bound: not followed by `.`, `(` or `[` (reads), or after def/class.
-        self._binds = re.compile(rf"(?:def|class)\s+{names}|{names}(?!\s*[.(\[])")
+        self._reads = _compiled(f"{_words(interesting)}|{strings}")
+
+    @functools.cached_property
+    def _binds(self) -> re.Pattern[str]:
+        """A watched name where it may be (re)bound: not followed by `.`, `(` or `[` (reads),
+        or after def/class. Only the LibCST pass asks (`keeps`)."""
+        names = _words(set(self.watched))
+        return _compiled(rf"(?:def|class)\s+{names}|{names}(?!\s*[.(\[])")
 
     def matches(self, text: str) -> bool:
         """Whether `text` shows a token, an interesting name or a matched string."""

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from xla2tpu.detect.order import walk
 # Attributes that are tensors on any module or tensor (parameters, gradients).
 _TENSOR_ATTRIBUTES = frozenset({"weight", "bias", "grad", "data"})
 # Methods that return a tensor when called on one (`.is_tpu` after them is the tensor's).
@@ -67,7 +68,7 @@ def tensor_names(tree: ast.Module | None) -> frozenset[str]:
     has; None when CPython rejects the file) is a tensor value (see the module docstring)."""
     if tree is None:
         return frozenset()
-    nodes = list(ast.walk(tree))
+    nodes = list(walk(tree))
     aliases = {"torch"} | {
         alias.asname
         for node in nodes

@@ -36,6 +36,7 @@ import re
 
 from libcst.metadata import CodePosition, CodeRange
 
+from xla2tpu.detect.order import child_nodes, walk
 NEWLINE = re.compile(r"\r\n?|\n")
 # The code of a line up to its comment: no quote, `#` or backslash, escapes, one-line strings.
 _CODE = re.compile(r"""(?:[^#'"\\\r\n]|\\.|'(?:[^'\\\r\n]|\\.)*'|"(?:[^"\\\r\n]|\\.)*")*""")
@@ -231,7 +232,7 @@ class Positions:
         index = bisect.bisect_left(self._ends, line) if line is not None else len(self._ends)
         if index < len(tree.body) and index not in self._walked:
             self._walked.add(index)
-            for parent in ast.walk(tree.body[index]):
-                for child in ast.iter_child_nodes(parent):
+            for parent in walk(tree.body[index]):
+                for child in child_nodes(parent):
                     self._parents[id(child)] = parent
         return self._parents.get(id(node))

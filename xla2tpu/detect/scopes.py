@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from xla2tpu.canonical import Canonicaliser
 from xla2tpu.detect.names import dotted_name
+from xla2tpu.detect.order import child_nodes
 from xla2tpu.resolve import OTHER, Scope
 
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -88,9 +89,7 @@ class Scopes:
         while stack:
             node, scope = stack.pop()
             inner = self._bind(node, scope)
-            children = list(ast.iter_child_nodes(node))
-            for child in reversed(children):
-                stack.append((child, inner))
+            stack.extend((child, inner) for child in reversed(child_nodes(node)))
 
     def _bind(self, node: ast.AST, scope: Scope) -> Scope:
         """Record what `node` binds in `scope`; the scope its children are read in."""
