@@ -438,7 +438,12 @@ def test_keys_line_up() -> None:
     call = ast.parse("a.b.tpu()", mode="eval").body
     assert ast_patterns.candidate_keys(call) == (("Call", "tpu"), ("Call", "*"))
     assert ast_patterns.compile_pattern("XLA_AVAILABLE").key == ("Name", "XLA_AVAILABLE")
-    assert ast_patterns.compile_pattern('"xla"').key == ("Constant", "")
+    assert ast_patterns.compile_pattern('"xla"').key == ("Constant", (str, "xla"))
+    literal = ast.parse('f("xla", b"xla", 1, True)', mode="eval").body
+    assert [ast_patterns.candidate_keys(a) for a in literal.args] == [
+        (("Constant", (str, "xla")),), (("Constant", (bytes, b"xla")),), (("Constant", (int, 1)),),
+        (("Constant", (bool, True)),),
+    ]
 
 
 # ------------------------------------------------------------------ after: / then:, small cases

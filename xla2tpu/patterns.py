@@ -28,7 +28,7 @@ _SLOT_NAME = re.compile(r"^__xla2tpu_pattern_([A-Za-z_]\w*)__$")
 # Fields holding only layout; two nodes differing there are the same code.
 _LAYOUT = ("whitespace", "lpar", "rpar", "comma", "semicolon", "equal", "leading_lines")
 
-Key = tuple[str, str]
+Key = tuple[str, object]  # a node kind and what tells its patterns apart
 
 
 def placeholders(text: str) -> str:

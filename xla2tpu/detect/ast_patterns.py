@@ -61,7 +61,8 @@ class AstMatch(NamedTuple):
 def key_of(node: ast.AST) -> Key:
     """A pattern's discriminator: only nodes with this key among their candidate keys can match
     (patterns.key_of on ast types: a Compare by its first operator, a Call on `{slot}.name` by
-    the method, any other Call by "*" as its callee may be spelled any way)."""
+    the method, any other Call by "*" as its callee may be spelled any way, a literal by its
+    type and value)."""
     if isinstance(node, ast.Compare):
         return "Compare", type(node.ops[0]).__name__
     if isinstance(node, ast.Attribute):
@@ -73,6 +74,8 @@ def key_of(node: ast.AST) -> Key:
         if isinstance(func, ast.Attribute) and _slot(func.value) is not None:
             return "Call", func.attr
         return "Call", "*"
+    if isinstance(node, ast.Constant):  # literals match by type and value (`_literal`)
+        return "Constant", (type(node.value), node.value)
     return type(node).__name__, ""
 
 

@@ -20,6 +20,7 @@ import ast
 from collections.abc import Iterable
 
 from xla2tpu.detect.names import dotted_name
+from xla2tpu.detect.order import child_nodes
 from xla2tpu.lints import Hit, lint
 
 _SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -102,6 +103,10 @@ class _Finder(ast.NodeVisitor):
     def candidates(self) -> list[tuple[ast.expr, Loop | None, bool]]:
         return sorted(self._candidates, key=lambda c: (c[0].lineno, c[0].col_offset, -c[0].end_lineno, -c[0].end_col_offset))  # type: ignore[operator]
 
+    def generic_visit(self, node: ast.AST) -> None:
+        for child in child_nodes(node):  # contexts and operators hold no sync
+            self.visit(child)
+
     def _within(self, loop: Loop | None, *parts: ast.AST | list[ast.stmt]) -> None:
         self.loops.append(loop)
         self.periodic.append(False)
@@ -116,7 +121,7 @@ class _Finder(ast.NodeVisitor):
 
     # a function body starts afresh: an outer loop does not run its steps
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
-        self._within(None, *ast.iter_child_nodes(node))
+        self._within(None, *child_nodes(node))
 
     visit_AsyncFunctionDef = visit_Lambda = visit_FunctionDef
 
