@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from xla2tpu import catalogue as catalogue_mod
+from xla2tpu import facts
 from xla2tpu.cache import Cache
 from xla2tpu.config import Config
 from xla2tpu.workflow import run, settings_for
@@ -89,3 +92,21 @@ def test_a_project_on_transformers_5_gets_the_fix(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\ndependencies = ["transformers>=5.22"]\n')
     (tmp_path / "train.py").write_text(PROBE)
     assert ("XLA005", True) in _fixes(tmp_path)["train.py"]
+
+
+def _top_level_alternatives(pattern: bytes) -> list[bytes]:
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(pattern):
+        if char == ord("("):
+            depth += 1
+        elif char == ord(")"):
+            depth -= 1
+        elif char == ord("|") and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+    return [*parts, pattern[start:]]
+
+
+@pytest.mark.parametrize("alternative", _top_level_alternatives(facts._HARDWARE_MARKERS.pattern), ids=lambda a: a.decode())
+def test_every_hardware_marker_holds_a_literal_the_fast_scan_looks_for(alternative: bytes) -> None:
+    assert any(literal in alternative for literal in facts._MARKER_LITERALS)

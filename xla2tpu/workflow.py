@@ -204,6 +204,11 @@ def run(
         done: list[FileResult] = []
         for name, data, file_settings in items:
             context = model.context(name)
+            is_notebook = name.endswith(notebook.SUFFIX)
+            if not (is_notebook or context.forced or context.findings
+                    or (prefiltered[name] if name in prefiltered else may_hold_idiom(data))):
+                done.append(FileResult.counted(name, data))  # nothing to parse: nothing to cache either
+                continue
             hit = cached(name, data, file_settings, context)
             if hit is not None:
                 done.append(hit)
@@ -211,14 +216,10 @@ def run(
                 result = optimistic.pop(name)
                 finished(result)
                 done.append(result)
-            elif name.endswith(notebook.SUFFIX):
+            elif is_notebook:
                 notebooks.append((name, data, file_settings))
-            elif context.forced or context.findings or (prefiltered[name] if name in prefiltered else may_hold_idiom(data)):
+            else:
                 work.append((name, data, file_settings, context))
-            else:  # nothing to parse
-                result = FileResult.counted(name, data)
-                finished(result)
-                done.append(result)
         yield from done
         for result in pool.run(work, jobs):
             finished(result)
