@@ -26,7 +26,7 @@ from xla2tpu.facts import compute as compute_facts
 from xla2tpu.imports import ImportHygiene, add_imports
 from xla2tpu.index import build
 from xla2tpu.noqa import Suppressions, skip_file
-from xla2tpu.layout import Layout
+from xla2tpu.layout import Layout, groups_of
 from xla2tpu.canonical import Canonicaliser
 from xla2tpu.outline import Outline, Plan
 from xla2tpu.prefilter import holds_token, may_hold_idiom
@@ -145,15 +145,17 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
         raise _InputSyntaxError(_python_error(decoded.text))
     prefix = [*_verdict_findings(verdicts, suppressions), *found_by_project]
     positions = Positions(decoded.text, tree)
-    scopes = Scopes(tree, canonical)
+    plan = Plan(tree, canonical, index)
+    # Each top-level statement with its source (a definition's from its first decorator). Only
+    # those that may use or bind what a rule looks for are read further (as LibCST parses them).
+    statements = [(positions.lines(group.first, group.last), group) for group in groups_of(tree.body)]
+    scopes = Scopes(tree, canonical, [node for text, group in statements if plan.keeps(text, group) for node in group.nodes])
     imports = import_sites(tree, scopes, index)
     env_reads = variables_read(decoded.text)
 
-    plan = Plan(tree, canonical, index)
-
     def detect(facts: Facts) -> SiteMap:
         found = Detector(tree, decoded.text, index, scopes, positions, settings.target, settings.apply, facts,
-                         env_reads).run(plan.matches)
+                         env_reads).run(statements, plan.matches)
         return SiteMap(found, positions, suppressions, settings.apply, facts, context.defined, len(prefix))
 
     # A file no fix rewrites, or one whose fixed code is not wanted (`check`), with no

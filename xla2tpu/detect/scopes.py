@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from xla2tpu.canonical import Canonicaliser
 from xla2tpu.detect.names import dotted_name
@@ -65,7 +65,9 @@ class Scopes:
     of those reads are `Name` nodes, and which are not, tells whether a name is still read
     once the fixes replace some of them (detect/after_fixes.py)."""
 
-    def __init__(self, tree: ast.Module, canonical: Canonicaliser) -> None:
+    def __init__(self, tree: ast.Module, canonical: Canonicaliser, statements: Iterable[ast.stmt] | None = None) -> None:
+        """`statements`: the top-level ones to read (all by default); one left out can neither
+        use nor bind what a rule looks for (outline.Plan.keeps)."""
         self.canonical = canonical
         self.module = Scope(None)
         self.of: dict[int, Scope] = {}
@@ -74,7 +76,8 @@ class Scopes:
         self.imports: list[tuple[ast.Import | ast.ImportFrom, Scope]] = []
         self.name_reads: dict[tuple[int, str], int] = {}  # (id(scope), name) -> its `Name` nodes there
         self.other_reads: set[tuple[int, str]] = set()  # read there otherwise (a parameter, a keyword...)
-        self._walk(tree, self.module)
+        for statement in tree.body if statements is None else statements:
+            self._walk(statement, self.module)
 
     def _open(self, node: ast.AST, parent: Scope, is_class: bool = False) -> Scope:
         scope = Scope(parent, is_class, isinstance(node, COMPREHENSIONS))

@@ -29,7 +29,7 @@ from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import children
 from xla2tpu.detect.scopes import FUNCTIONS, Scopes, resolve
 from xla2tpu.detect.positions import Positions
-from xla2tpu.layout import groups_of
+from xla2tpu.layout import Group
 from xla2tpu.lints import LINTS
 from xla2tpu.detect.values import call_arguments, literal_text
 from xla2tpu.diagnostics import Diagnostic, FixClass
@@ -134,32 +134,30 @@ class Detector:
         self._at: dict[int, Found] = {}  # node -> its site
 
     # ------------------------------------------------------------------ walking
-    def run(self, holds: Callable[[str], bool] | None = None) -> list[Found]:
-        """The sites; `holds(text)` tells a top-level statement that may hold one by its source
-        (outline.Plan.matches: a token, an alias of a torch_xla import...), the others are
-        not walked."""
-        # Each top-level statement with its source lines (a definition's from its first decorator).
-        statements = [(self.positions.lines(group.first, group.last), group.nodes) for group in groups_of(self.tree.body)]
+    def run(self, statements: Sequence[tuple[str, Group]], holds: Callable[[str], bool] | None = None) -> list[Found]:
+        """The sites in `statements` (the module's top-level ones, each with its source lines);
+        `holds(text)` tells one that may hold a site by its source (outline.Plan.matches: a
+        token, an alias of a torch_xla import...), the others are not walked."""
         self._lints(statements)
         self._parents.append(self.tree)
-        for text, nodes in statements:
+        for text, group in statements:
             if holds is None or holds(text):
-                for statement in nodes:
+                for statement in group.nodes:
                     self._visit(statement)
         self._parents.pop()
         return self.found
 
-    def _lints(self, statements: Sequence[tuple[str, Sequence[ast.stmt]]]) -> None:
+    def _lints(self, statements: Sequence[tuple[str, Group]]) -> None:
         """The lint rules' findings: each lint reads one top-level statement at a time."""
         rules = [rule for rule in self.index.lints if lint_reads(rule, self.target, self.source)]
         if not rules:
             return
         for rule in rules:
             analyse = LINTS[rule.match[0]]
-            for text, nodes in statements:
+            for text, group in statements:
                 if not lint_reads(rule, self.target, text):
                     continue
-                for statement in nodes:
+                for statement in group.nodes:
                     for hit in analyse(statement):
                         self._add("lint", rule, choose(rule.cases, self._site(value=hit.what)), hit.node, False)
 
