@@ -149,13 +149,19 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     # Each top-level statement with its source (a definition's from its first decorator). Only
     # those that may use or bind what a rule looks for are read further (as LibCST parses them).
     statements = [(positions.lines(group.first, group.last), group) for group in groups_of(tree.body)]
-    scopes = Scopes(tree, canonical, [node for text, group in statements if plan.keeps(text, group) for node in group.nodes])
+
+    def read(definition: ast.AST) -> bool:  # one inside them: a method, a nested function
+        first = min([definition.lineno, *(d.lineno for d in getattr(definition, "decorator_list", ()))])  # type: ignore[attr-defined]
+        return plan.reads_definition(positions.lines(first, definition.end_lineno))  # type: ignore[attr-defined]
+
+    scopes = Scopes(tree, canonical, [node for text, group in statements if plan.keeps(text, group) for node in group.nodes],
+                    read)
     imports = import_sites(tree, scopes, index)
     env_reads = variables_read(decoded.text)
 
     def detect(facts: Facts) -> SiteMap:
         found = Detector(tree, decoded.text, index, scopes, positions, settings.target, settings.apply, facts,
-                         env_reads).run(statements, plan.matches)
+                         env_reads).run(statements, plan.matches, read)
         return SiteMap(found, positions, suppressions, settings.apply, facts, context.defined, len(prefix))
 
     # A file no fix rewrites, or one whose fixed code is not wanted (`check`), with no

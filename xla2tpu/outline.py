@@ -112,6 +112,9 @@ def _untokened(index: RuleIndex) -> tuple[frozenset[str], tuple[str, ...], str]:
     return _UNTOKENED[key]
 
 
+_DECLARES = re.compile(r"\b(?:global|nonlocal)\b")
+
+
 @functools.lru_cache(maxsize=256)
 def _compiled(pattern: str) -> re.Pattern[str]:
     """Files that import alike share their patterns (re's own cache holds too few)."""
@@ -151,6 +154,11 @@ class Plan:
     def matches(self, text: str) -> bool:
         """Whether `text` shows a token, an interesting name or a matched string."""
         return holds_token(text) or self._reads.search(text) is not None
+
+    def reads_definition(self, text: str) -> bool:
+        """Whether a definition inside a top-level statement, whose text is `text`, must be
+        read: it may use what a rule looks for, or bind a name outside itself."""
+        return self.matches(text) or _DECLARES.search(text) is not None
 
     def keeps(self, text: str, group: Group) -> bool:
         """Whether the statement of `group`, whose text is `text`, must be visited."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from xla2tpu.canonical import Canonicaliser
 from xla2tpu.detect.names import dotted_name
@@ -21,6 +21,7 @@ from xla2tpu.resolve import OTHER, Scope
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+DEFINITIONS = (*FUNCTIONS, ast.ClassDef)
 # Nodes that open a scope of their own.
 SCOPED = (*FUNCTIONS, ast.ClassDef, ast.Lambda, *COMPREHENSIONS)
 
@@ -65,9 +66,11 @@ class Scopes:
     of those reads are `Name` nodes, and which are not, tells whether a name is still read
     once the fixes replace some of them (detect/after_fixes.py)."""
 
-    def __init__(self, tree: ast.Module, canonical: Canonicaliser, statements: Iterable[ast.stmt] | None = None) -> None:
-        """`statements`: the top-level ones to read (all by default); one left out can neither
-        use nor bind what a rule looks for (outline.Plan.keeps)."""
+    def __init__(self, tree: ast.Module, canonical: Canonicaliser, statements: Iterable[ast.stmt] | None = None,
+                 read: Callable[[ast.AST], bool] | None = None) -> None:
+        """`statements`: the top-level ones to read (all by default); `read`: whether a
+        definition inside them is (all by default). One left out can neither use nor bind
+        what a rule looks for (outline.Plan)."""
         self.canonical = canonical
         self.module = Scope(None)
         self.of: dict[int, Scope] = {}
@@ -76,6 +79,7 @@ class Scopes:
         self.imports: list[tuple[ast.Import | ast.ImportFrom, Scope]] = []
         self.name_reads: dict[tuple[int, str], int] = {}  # (id(scope), name) -> its `Name` nodes there
         self.other_reads: set[tuple[int, str]] = set()  # read there otherwise (a parameter, a keyword...)
+        self._reads_definition = read
         for statement in tree.body if statements is None else statements:
             self._walk(statement, self.module)
 
@@ -88,9 +92,13 @@ class Scopes:
     def _walk(self, node: ast.AST, scope: Scope) -> None:
         # Iterative over siblings, recursive over scopes and statements: deep expression
         # chains (`a + b + c ...`) stay within Python's recursion limit as the parse did.
+        top = node
         stack: list[tuple[ast.AST, Scope]] = [(node, scope)]
         while stack:
             node, scope = stack.pop()
+            if (self._reads_definition is not None and node is not top and isinstance(node, DEFINITIONS)
+                    and not self._reads_definition(node)):
+                continue
             inner = self._bind(node, scope)
             stack.extend((child, inner) for child in reversed(child_nodes(node)))
 

@@ -27,7 +27,7 @@ from xla2tpu.ast_blocks import blocks, lazy_imports
 from xla2tpu.detect import ast_earlier, ast_patterns
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import children
-from xla2tpu.detect.scopes import FUNCTIONS, Scopes, resolve
+from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
 from xla2tpu.detect.positions import Positions
 from xla2tpu.layout import Group
 from xla2tpu.lints import LINTS
@@ -132,12 +132,16 @@ class Detector:
         self._pattern_roots = {key[0] for key in self._patterns}
         self._inner_start: dict[int, int] = {}  # call-rule calls -> the first finding in their arguments
         self._at: dict[int, Found] = {}  # node -> its site
+        self._reads_definition: Callable[[ast.AST], bool] | None = None
 
     # ------------------------------------------------------------------ walking
-    def run(self, statements: Sequence[tuple[str, Group]], holds: Callable[[str], bool] | None = None) -> list[Found]:
+    def run(self, statements: Sequence[tuple[str, Group]], holds: Callable[[str], bool] | None = None,
+            read: Callable[[ast.AST], bool] | None = None) -> list[Found]:
         """The sites in `statements` (the module's top-level ones, each with its source lines);
         `holds(text)` tells one that may hold a site by its source (outline.Plan.matches: a
-        token, an alias of a torch_xla import...), the others are not walked."""
+        token, an alias of a torch_xla import...), `read(definition)` a method or nested
+        function: the others are not walked (nor were they by Scopes)."""
+        self._reads_definition = read
         self._lints(statements)
         self._parents.append(self.tree)
         for text, group in statements:
@@ -163,6 +167,9 @@ class Detector:
 
     def _visit(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)):
+            return
+        if (self._reads_definition is not None and isinstance(node, DEFINITIONS) and self._parents[-1] is not self.tree
+                and not self._reads_definition(node)):
             return
         self._parents.append(node)
         scope = self.scopes.of.get(id(node))
