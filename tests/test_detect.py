@@ -73,6 +73,9 @@ def test_check_tells_the_fixes_of_a_file_without_libcst() -> None:
     # A test that does something stays as a statement: only making the fix tells what of it.
     (b"import torch_xla.core.xla_model as xm\nif check(xm.get_xla_supported_devices()):\n    xm.mark_step()\nprint(1)\n",
      True),
+    # A comment the pruner keeps keeps the emptied block, and the `if` with it.
+    (b"import torch_xla.core.xla_model as xm\nif len(xm.get_xla_supported_devices()) > 1:\n    # ^^ see above\n"
+     b"    xm.mark_step()\nprint(1)\n", True),
     # A deletion in a `try:` changes what guards the imports there.
     (b"try:\n    import torch_xla.core.xla_model as xm\n    xm.mark_step()\nexcept ImportError:\n    xm = None\n", True),
     # The branches may become the same: one of them replaces the `if`.

@@ -10,7 +10,8 @@ what the deletions emptied, by its rules, told here on the ast: an `if` whose te
 reads (its reads go, and the findings in it are resolved), a `for` over a `range`, a `with`
 of autograd state; other blocks keep `pass`. Where that cannot be told (None), the file
 goes through LibCST: a transform (only building it decides what it writes), a deletion in
-a `try:` (it changes what guards the imports there), an `if` left with a test that does
+a `try:` (it changes what guards the imports there), a comment in an emptied block (the
+pruner keeps the block when it keeps the comment), an `if` left with a test that does
 something, an `if` whose branches may become the same, an emptied unittest hook or module,
 a replaced node that opens a scope of its own, a template that writes an import's own
 name, an import removal that empties a block.
@@ -48,11 +49,12 @@ class _CannotTell(Exception):
 class Leftovers:
     """The reads, statements and findings the applied fixes take away."""
 
-    def __init__(self, sites: SiteMap, scopes: Scopes, names: frozenset[str]) -> None:
+    def __init__(self, sites: SiteMap, scopes: Scopes, names: frozenset[str], lines: Sequence[str]) -> None:
         self.gone: dict[tuple[int, str], int] = {}  # (id(scope), name) -> its `Name` nodes the fixes take
         self.resolved: list[Found] = []  # sites left for a human whose code goes with an `if`
         self._sites = sites
         self._scopes = scopes
+        self._lines = lines  # the source's lines, for the comments a block keeps
         self._queries = {id(site.node) for site in sites.found}  # calls the pruner takes for reads
         self._names = names  # the names the imports bind: the only reads that matter
         self._seen: set[int] = set()  # Name nodes taken already (a site inside another's node)
@@ -135,7 +137,22 @@ class Leftovers:
         self._same_branches()
 
     def _empty(self, block: Sequence[ast.stmt]) -> bool:
-        return all(id(statement) in self._deleted for statement in block)
+        if not all(id(statement) in self._deleted for statement in block):
+            return False
+        if self._comments(block):
+            raise _CannotTell  # a comment the deletions leave keeps the block (`pass` under it)
+        return True
+
+    def _comments(self, block: Sequence[ast.stmt]) -> bool:
+        """Whether a comment line sits among the block's statements or right above them
+        (after the line that opens the block): whether the pruner keeps one is judged on
+        LibCST's tree (statements.prune)."""
+        first = min([block[0].lineno, *(d.lineno for d in getattr(block[0], "decorator_list", ()))])
+        above = first - 1
+        while above >= 1 and (not self._lines[above - 1].strip() or self._lines[above - 1].lstrip().startswith("#")):
+            above -= 1
+        last = max(statement.end_lineno or statement.lineno for statement in block)
+        return any(line.lstrip().startswith("#") for line in self._lines[above:last])
 
     def _emptied(self, owner: ast.AST, chain: tuple[ast.AST, ...]) -> None:
         scope = self._scope(chain)
@@ -287,7 +304,7 @@ def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: 
     """The findings of the sites and of the import sites once the applied fixes are made;
     None when only making them tells (see the module's doc)."""
     try:
-        left = Leftovers(sites, scopes, frozenset(site.bound for site in imports))
+        left = Leftovers(sites, scopes, frozenset(site.bound for site in imports), positions.line_texts)
         found = sites.diagnostics({id(site) for site in left.resolved})
         removed: dict[int, list[ImportSite]] = {}  # id(import statement) -> its aliases that go
         for site in imports:
