@@ -57,13 +57,18 @@ class Excluder:
         self._real_root = Path(os.path.realpath(root))
         self.patterns = list(patterns)
         self.spec = _spec(patterns)
+        self._folders: dict[Path, Path] = {}  # folder -> where it really is, resolved once per run
 
     def excluded(self, path: Path, is_dir: bool) -> bool:
+        if not self.patterns:
+            return False
         # Where the entry sits, not where a link points: a link's own place decides, and
         # resolving a link loop would raise.
-        where = Path(os.path.realpath(path.parent)) / path.name
+        folder = self._folders.get(path.parent)
+        if folder is None:
+            folder = self._folders[path.parent] = Path(os.path.realpath(path.parent))
         try:
-            relative = where.relative_to(self._real_root).as_posix()
+            relative = (folder / path.name).relative_to(self._real_root).as_posix()
         except ValueError:
             relative = path.name
         if is_dir:
