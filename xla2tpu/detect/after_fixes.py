@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import heapq
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from xla2tpu import templates
 from xla2tpu.conditions import message_of
@@ -59,10 +59,12 @@ class Leftovers:
         self._names = names  # the names the imports bind: the only reads that matter
         self._seen: set[int] = set()  # Name nodes taken already (a site inside another's node)
         self._deleted: set[int] = set()  # statements that go
-        self._pending: list[tuple[int, int, ast.AST, tuple[ast.AST, ...]]] = []  # owners to prune, deepest first
-        applied = sites.applied_sites()
-        self._wild = {id(site.node) for site in applied}  # nodes whose code the fixes change
-        for site in applied:
+        # Owners of blocks the deletions touched, to prune deepest first: (-depth, id) in a heap.
+        self._pending: list[tuple[int, int]] = []
+        self._owners: dict[int, tuple[ast.AST, tuple[ast.AST, ...]]] = {}  # id -> (owner, nodes down to it)
+        self._applied = sites.applied_sites()
+        self._wild = {id(site.node) for site in self._applied}  # nodes whose code the fixes change
+        for site in self._applied:
             self._take(site)
         self._prune()
 
@@ -105,7 +107,9 @@ class Leftovers:
             raise _CannotTell  # what the `try:` guards changes
         self._deleted.add(id(statement))
         self._region(scope, statement)
-        heapq.heappush(self._pending, (-len(chain), id(owner), owner, chain))
+        if id(owner) not in self._owners:
+            self._owners[id(owner)] = (owner, chain)
+            heapq.heappush(self._pending, (-len(chain), id(owner)))
 
     def _region(self, scope: Scope, node: ast.AST, kept: Sequence[ast.AST] = ()) -> None:
         """The reads in `node` go, but for those in the `kept` nodes (which stay as written)."""
@@ -128,12 +132,9 @@ class Leftovers:
     # ------------------------------------------------------------------ what the pruner does
     def _prune(self) -> None:
         """The compound statements whose blocks the deletions emptied, innermost first."""
-        done: set[int] = set()
         while self._pending:
-            _, key, owner, chain = heapq.heappop(self._pending)
-            if key not in done:
-                done.add(key)
-                self._emptied(owner, chain)
+            _, key = heapq.heappop(self._pending)
+            self._emptied(*self._owners[key])
         self._same_branches()
 
     def _empty(self, block: Sequence[ast.stmt]) -> bool:
@@ -194,8 +195,7 @@ class Leftovers:
     def _same_branches(self) -> None:
         """An `if` whose two branches the fixes may make the same is replaced by one of them:
         only making the fixes tells."""
-        owners = {id(site.parents[i]): site.parents[i] for site in self._sites.applied_sites()
-                  for i in range(len(site.parents)) if isinstance(site.parents[i], ast.If)}
+        owners = {id(node): node for site in self._applied for node in site.parents if isinstance(node, ast.If)}
         for owner in owners.values():
             if owner.orelse and id(owner) not in self._deleted:
                 body = [s for s in owner.body if id(s) not in self._deleted]
@@ -249,7 +249,7 @@ def _kept(site: Found) -> list[ast.AST]:
     return kept
 
 
-def _inert(test: ast.AST, queries: set[int] = frozenset()) -> bool:  # type: ignore[assignment]
+def _inert(test: ast.AST, queries: Collection[int] = ()) -> bool:
     """pruner.inert on CPython's tree: evaluating `test` can do nothing but read."""
     if isinstance(test, (ast.Name, ast.Constant)):
         # `...` is no read for LibCST, `None` is a name
@@ -278,7 +278,7 @@ def _inert(test: ast.AST, queries: set[int] = frozenset()) -> bool:  # type: ign
     return False
 
 
-def _inert_arguments(call: ast.Call, queries: set[int] = frozenset()) -> bool:  # type: ignore[assignment]
+def _inert_arguments(call: ast.Call, queries: Collection[int] = ()) -> bool:
     return (all(not isinstance(a, ast.Starred) and _inert(a, queries) for a in call.args)
             and all(k.arg is not None and _inert(k.value, queries) for k in call.keywords))
 

@@ -4,10 +4,10 @@ Sites: calls (`xm.mark_step()`), references (`torch_xla._XLAC.x`), string argume
 (`.to("xla")`), environment variable reads and writes (`os.environ["PJRT_DEVICE"]`) and
 expression patterns (`device.type == "xla"`). For each, the case that decides it and
 whether its fix can be made here: the template's arguments are there and the names it
-writes reach their modules (emission.py); a statement template's, that the call is a line
-of its own. A transform's fix is decided by building it (rewriter.py). Both write
-statements: such a site is `Found.structural`. The fates of
-the fixes (applied, refused, kept back by a call around them) are the `SiteMap`'s.
+writes reach their modules (emission.py); for a statement template's, that the call is a
+line of its own. A transform's fix is decided by building it (rewriter.py). Both write
+statements: such a site is `Found.structural`. The fates of the fixes (applied, refused,
+kept back by a call around them) are the `SiteMap`'s.
 """
 
 from __future__ import annotations
