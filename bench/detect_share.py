@@ -30,7 +30,7 @@ import libcst as cst
 import ecosystem_corpus
 from xla2tpu import catalogue, engine
 from xla2tpu.diagnostics import FixClass
-from xla2tpu.layout import groups_of
+from xla2tpu.ast_blocks import groups_of
 from xla2tpu.prefilter import may_hold_idiom
 from xla2tpu.settings import Settings
 

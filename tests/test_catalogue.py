@@ -11,7 +11,7 @@ import libcst as cst
 import pytest
 
 from tests import reference_rows
-from xla2tpu import catalogue, prefilter, templates
+from xla2tpu import catalogue, prefilter, template_text, templates
 from xla2tpu.canonical import PROJECT
 from xla2tpu.catalogue import Condition, Rule
 from xla2tpu.prefilter import may_hold_idiom
@@ -149,8 +149,8 @@ CASE_IDS = [f"{rule.code}-{i}" for rule in RULES for i, _ in enumerate(rule.case
 def test_every_action_is_well_formed(rule: Rule, case: catalogue.Case) -> None:
     assert case.message.strip(), f"{rule.code}: a case has an empty message"
     if case.action == "replace":
-        templates.is_statement(case.template)  # raises when neither an expression nor a statement
-        slots = templates.required(case.template)
+        template_text.is_statement(case.template)  # raises when neither an expression nor a statement
+        slots = template_text.required(case.template)
         allowed = set(rule.params) | ({"name"} if rule.kind == "reference" else set())
         allowed |= _pattern_slots(rule) if rule.kind == "expression" else set()
         assert slots <= allowed, f"{rule.code}: template slots {slots - allowed} are bound by nothing"

@@ -5,6 +5,9 @@ LibCST path (parse, rewrite, import pass) reports for it."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -98,3 +101,21 @@ def test_a_file_with_only_findings_for_a_human_is_not_parsed_by_libcst() -> None
     result = engine.process_source("t.py", source, _MODES["safe"])
     assert result.diagnostics and not any(d.fixed for d in result.diagnostics)
     assert not result.parsed
+
+
+def test_check_never_loads_libcst_where_the_ast_tells(tmp_path) -> None:
+    # One process, as pre-commit runs it on a few files: LibCST's import alone costs more
+    # than checking them.
+    (tmp_path / "train.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\ndevice = xm.xla_device()\n")
+    (tmp_path / "plain.py").write_text("import os\nprint(os.getcwd())\n")
+    program = (
+        "import runpy, sys\n"
+        "sys.argv = ['xla2tpu', 'check', '--no-cache', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('xla2tpu', run_name='__main__')\n"
+        "except SystemExit as exit:\n    print('exit', exit.code, 'libcst' in sys.modules)\n"
+    )
+    env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "TPU_SKIP_MDS_QUERY": "1"}
+    done = subprocess.run([sys.executable, "-c", program, str(tmp_path)], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, check=False)
+    assert "XLA201" in done.stdout, done.stdout + done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "exit 1 False"

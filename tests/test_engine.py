@@ -362,7 +362,7 @@ def test_recursion_in_a_pass_is_an_error_for_that_file(
     def too_deep(*args: object, **kwargs: object) -> None:
         raise RecursionError
 
-    monkeypatch.setattr(f"xla2tpu.engine.{where}", too_deep)
+    monkeypatch.setattr(f"xla2tpu.libcst_pass.{where}", too_deep)
     result = _process(b"import torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\n")
     assert (result.error, result.diagnostics, result.new_source) == (message, [], None)
 

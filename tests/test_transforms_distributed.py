@@ -9,7 +9,7 @@ import libcst as cst
 from xla2tpu import catalogue
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.engine import process_source
-from xla2tpu.resolve import Scope
+from xla2tpu.scope import Scope
 from xla2tpu.settings import Settings
 from xla2tpu.transforms import CallSite
 from xla2tpu.line_length import LONGEST

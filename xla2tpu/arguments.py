@@ -4,9 +4,10 @@ call comes from (LibCST for edits, CPython's `ast` for detection)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import libcst as cst
+if TYPE_CHECKING:
+    import libcst as cst
 
 
 class Argument(NamedTuple):

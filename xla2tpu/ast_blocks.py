@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from xla2tpu.detect.order import walk
 
@@ -68,3 +69,33 @@ def _last_name(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else ""
+
+
+@dataclass(frozen=True)
+class Group:
+    """A top-level statement as LibCST counts them: the `ast` statements that share a line
+    (`a = 1; b = 2`) are one, and a decorated definition starts at its first decorator."""
+
+    first: int  # first and last line, 1-based
+    last: int
+    nodes: tuple[ast.stmt, ...]
+
+    @property
+    def definition(self) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None:
+        node = self.nodes[0]
+        if len(self.nodes) == 1 and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return node
+        return None
+
+
+def groups_of(body: list[ast.stmt]) -> list[Group]:
+    groups: list[Group] = []
+    for node in body:
+        decorators = getattr(node, "decorator_list", None)
+        first = min(d.lineno for d in decorators) if decorators else node.lineno
+        last = node.end_lineno or node.lineno
+        if groups and first <= groups[-1].last:
+            groups[-1] = Group(groups[-1].first, max(last, groups[-1].last), (*groups[-1].nodes, node))
+        else:
+            groups.append(Group(first, last, (node,)))
+    return groups

@@ -7,13 +7,15 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from xla2tpu.catalogue import Case, Condition, Rule
 from xla2tpu.facts import UNKNOWN, Facts
 from xla2tpu.detect import names, values
-from xla2tpu.resolve import dotted_name, matches_any
+from xla2tpu.scope import matches_any
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 _MISSING = values.MISSING
 
@@ -51,6 +53,8 @@ def literal(node: cst.BaseExpression | None) -> object:
         return _MISSING
     if isinstance(node, ast.AST):
         return values.literal(node)
+    import libcst as cst  # a node of the LibCST pass: LibCST is loaded (detection never gets here)
+
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
@@ -118,7 +122,7 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = site.facts.get(condition.arg).value in condition.value  # type: ignore[operator]
     elif base == "simple":
         node = site.args.get(condition.arg)  # type: ignore[union-attr]
-        name = names.dotted_name(node) if isinstance(node, ast.AST) else dotted_name(node) if node is not None else None
+        name = names.dotted_name(node) if isinstance(node, ast.AST) else _cst_dotted_name(node) if node is not None else None
         result = node is not None and (name is not None or literal(node) is not _MISSING)
     else:  # pragma: no cover - the catalogue validates condition kinds
         raise ValueError(kind)
@@ -170,8 +174,16 @@ def applies(rule: Rule, site: Site) -> bool:
     return all(_holds(condition, site) for condition in rule.when)
 
 
+def _cst_dotted_name(node: cst.BaseExpression) -> str | None:
+    from xla2tpu.resolve import dotted_name  # the LibCST pass's node: LibCST is loaded
+
+    return dotted_name(node)
+
+
 def literal_text(node: cst.BaseExpression) -> str | None:
     """The text of a plain string literal, or None (f-strings, bytes, anything computed)."""
+    import libcst as cst  # the LibCST pass's (detection reads ast nodes: detect/values.py)
+
     if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
         try:
             value = ast.literal_eval(node.value)

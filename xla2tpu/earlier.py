@@ -13,16 +13,12 @@ A pattern is a qualified callee and its arguments: `torch.manual_seed({seed})`, 
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
 
 import libcst as cst
 
-_PATTERN = re.compile(r"^(?P<callee>[\w.|]+)\((?P<args>.*)\)$")  # callee: one name, or a|b
-_SLOT = re.compile(r"^\{(?P<name>\w+)\}$")
-Node = TypeVar("Node")  # a callee, of either tree
-Argument = TypeVar("Argument")  # an argument as its tree has it (cst.Arg, ast.expr / ast.keyword)
+from xla2tpu.detect.ast_earlier import any_call_matches
+
 
 
 class _Before(cst.CSTVisitor):
@@ -86,27 +82,6 @@ def matches(
     """Whether one of `calls` has the pattern's callee and arguments (see the module docstring)."""
     calls_ = ((call.func, call.args) for call in calls)
     return any_call_matches(pattern, calls_, resolve, lambda slot, arg: _argument_matches(slot, arg, args))
-
-
-def any_call_matches(
-    pattern: str,
-    calls: Iterable[tuple[Node, Sequence[Argument]]],
-    resolve: Callable[[Node], str | None],
-    argument: Callable[[str, Argument], bool],
-) -> bool:
-    """`matches` for calls of any tree: each call is its callee and its arguments in source
-    order; `argument(slot, arg)` says whether `arg` fills the pattern's `{slot}` (`_`: any)."""
-    parsed = _PATTERN.match(pattern.strip())
-    if parsed is None:
-        return False
-    callees = parsed["callee"].split("|")
-    wanted = [_SLOT.match(a.strip()) for a in parsed["args"].split(",")] if parsed["args"].strip() else []
-    for callee, arguments in calls:
-        if len(arguments) != len(wanted) or resolve(callee) not in callees:
-            continue
-        if all(slot is not None and argument(slot["name"], arg) for slot, arg in zip(wanted, arguments)):
-            return True
-    return False
 
 
 def _argument_matches(slot: str, arg: cst.Arg, args: Mapping[str, cst.BaseExpression] | None) -> bool:

@@ -21,11 +21,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Mapping, Sequence
 
-import libcst as cst
-
-from xla2tpu import templates
+from xla2tpu import template_text
 from xla2tpu.detect.scopes import import_targets as ast_import_targets
-from xla2tpu.resolve import Canonicaliser, Scope, import_targets
+from xla2tpu.canonical import Canonicaliser
+from xla2tpu.scope import Scope
 
 
 class Speller:
@@ -51,7 +50,7 @@ class Speller:
         self.statement: object | None = None  # where local imports go
 
     def __call__(self, qualname: str) -> tuple[str, str | None]:
-        module = templates.explicit_import(qualname)
+        module = template_text.explicit_import(qualname)
         best: tuple[str, str] | None = None
         seen: set[str] = set()
         walk: Scope | None = self.scope
@@ -116,6 +115,10 @@ class Speller:
     def _imports(self, statement: object, name: str, target: str) -> bool:
         if isinstance(statement, ast.AST):
             return isinstance(statement, (ast.Import, ast.ImportFrom)) and (name, target) in ast_import_targets(statement, self.canonical)
+        import libcst as cst  # a statement of the LibCST pass: LibCST is loaded
+
+        from xla2tpu.resolve import import_targets
+
         smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else [statement]
         return any(
             isinstance(small, (cst.Import, cst.ImportFrom)) and (name, target) in import_targets(small, self.canonical)
@@ -145,8 +148,7 @@ class Speller:
             yield parent, child, current is owner
 
 
-# The parents (of either tree) whose statement lists hold a site's statement.
-_CST_LINES = (cst.IndentedBlock, cst.Module, cst.SimpleStatementLine, cst.SimpleStatementSuite)
+# The fields of CPython's statements that hold a site's statement (LibCST: _cst_lines).
 _AST_BODIES = ("body", "orelse", "finalbody")
 
 
@@ -159,11 +161,21 @@ def _statements(parent: object, child: object) -> Sequence[object] | None:
             if isinstance(body, list) and any(item is child for item in body):
                 return body
         return None
-    return parent.body if isinstance(parent, _CST_LINES) else None  # type: ignore[attr-defined]
+    return parent.body if isinstance(parent, _cst_lines()) else None  # type: ignore[attr-defined]
 
 
 def _in_block(parent: object, child: object) -> bool:
     """Whether `child` is a statement of a block of `parent`, where an import may go before it."""
     if isinstance(parent, ast.AST):
         return isinstance(child, ast.stmt) and _statements(parent, child) is not None
+    import libcst as cst  # a node of the LibCST pass: LibCST is loaded
+
     return isinstance(parent, (cst.IndentedBlock, cst.Module)) and isinstance(child, cst.BaseStatement)
+
+
+def _cst_lines() -> tuple[type, ...]:
+    """LibCST's parents whose statement lists hold a site's statement (asked only of its
+    nodes: LibCST is loaded)."""
+    import libcst as cst
+
+    return cst.IndentedBlock, cst.Module, cst.SimpleStatementLine, cst.SimpleStatementSuite

@@ -6,7 +6,6 @@ import functools
 from dataclasses import dataclass
 
 from xla2tpu.catalogue import Catalogue, Rule
-from xla2tpu.patterns import Key, Pattern, compile_pattern
 
 
 @dataclass(frozen=True)
@@ -46,8 +45,9 @@ class RuleIndex:
     string_args: tuple[Rule, ...]
     # Qualified names that a call rule owns, so reference rules leave those callees alone.
     call_names: frozenset[str]
-    # Expression patterns by key (see patterns.key_of), in catalogue order.
-    expressions: dict[Key, tuple[tuple[Pattern, Rule], ...]]
+    # Expression patterns (their text, patterns.py) with their rules, in catalogue order: each
+    # tree compiles them its own way.
+    expressions: tuple[tuple[str, Rule], ...]
     lints: tuple[Rule, ...] = ()
 
 
@@ -63,11 +63,6 @@ def build(catalogue: Catalogue, selected: frozenset[str]) -> RuleIndex:
         for variable in rule.match:
             env.setdefault(variable, rule)
     calls = of("call")
-    expressions: dict[Key, list[tuple[Pattern, Rule]]] = {}
-    for rule in of("expression"):
-        for text in rule.match:
-            pattern = compile_pattern(text)
-            expressions.setdefault(pattern.key, []).append((pattern, rule))
     return RuleIndex(
         calls=_matcher(calls),
         references=_matcher(of("reference")),
@@ -75,6 +70,6 @@ def build(catalogue: Catalogue, selected: frozenset[str]) -> RuleIndex:
         env=env,
         string_args=tuple(of("string-arg")),
         call_names=frozenset(name for rule in calls for name in rule.match),
-        expressions={key: tuple(found) for key, found in expressions.items()},
+        expressions=tuple((text, rule) for rule in of("expression") for text in rule.match),
         lints=tuple(of("lint")),
     )

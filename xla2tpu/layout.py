@@ -24,11 +24,10 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import libcst as cst
 
-from xla2tpu.ast_blocks import blocks
+from xla2tpu.ast_blocks import Group, blocks, groups_of
 from xla2tpu.detect.positions import NEWLINE, line_starts
 
 _EMPTY_LINE = re.compile(r"[ \t\f]*(?:#[^\r\n]*)?(?:\r\n?|\n)?")
@@ -36,36 +35,6 @@ _GAP = "__xla2tpu_gap_"
 _GAP_NAME = re.compile(rf"{_GAP}(\d+)__")
 # Below this share of the source left out, the reduction does not pay for its checks.
 _MIN_LEFT_OUT = 0.25
-
-
-@dataclass(frozen=True)
-class Group:
-    """A top-level statement as LibCST counts them: the `ast` statements that share a line
-    (`a = 1; b = 2`) are one, and a decorated definition starts at its first decorator."""
-
-    first: int  # first and last line, 1-based
-    last: int
-    nodes: tuple[ast.stmt, ...]
-
-    @property
-    def definition(self) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None:
-        node = self.nodes[0]
-        if len(self.nodes) == 1 and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            return node
-        return None
-
-
-def groups_of(body: list[ast.stmt]) -> list[Group]:
-    groups: list[Group] = []
-    for node in body:
-        decorators = getattr(node, "decorator_list", None)
-        first = min(d.lineno for d in decorators) if decorators else node.lineno
-        last = node.end_lineno or node.lineno
-        if groups and first <= groups[-1].last:
-            groups[-1] = Group(groups[-1].first, max(last, groups[-1].last), (*groups[-1].nodes, node))
-        else:
-            groups.append(Group(first, last, (node,)))
-    return groups
 
 
 def lines_code(module: cst.Module, lines: Sequence[cst.EmptyLine]) -> str:

@@ -1,23 +1,7 @@
-"""Which top-level statements can hold a site, and positions computed only where needed.
+"""The statements LibCST parses and visits, and positions computed only where needed.
 
-Most of a file that passes the prefilter has nothing to do with torch_xla: a 5,000-line
-module with one `xm.mark_step()` would otherwise be parsed and visited whole by every
-pass, and its positions computed node by node, for one finding. A `Plan`, read from
-CPython's tree of the file before LibCST sees it, judges each top-level statement by its
-text; one that shows none of the following is *pruned*: layout.py leaves it out of the
-LibCST parse (or, in a whole parse, no pass visits it), and it is kept as it is.
-
-- a prefilter token (`prefilter.PATTERN`: the catalogue's names and strings hold one),
-  or the last component of a name a selected rule matches that holds none;
-- a name bound by an import of a module whose name holds one (`xm`, `mark_step`): the
-  spelling of a site that goes through an alias;
-- for statements whose bindings land in the module scope, a name bound by any import
-  (`torch`, `os`) or read by a transform (`bool`) appearing where it may be rebound: a
-  rebinding makes the name ambiguous for resolution and spelling.
-
-So no site, no binding that resolution or spelling depends on, and no use of a torch_xla
-import is ever in a pruned statement, and the passes give the same result without them.
-Import statements at module level are never pruned: spelling a replacement reads them.
+Which statements are kept is the `Plan`'s (plan.py): a pruned statement is left out of the
+LibCST parse (layout.py) or, in a whole parse, visited by no pass, and kept as it is.
 Inside a kept class, function or block (`for`, `while`, `with`, `if`, `try` bodies), its
 statements are pruned the same way, except those that read a variable a kept statement
 there assigns (the rewrite of a loader edits the loops over it).
@@ -35,141 +19,20 @@ top-level statement always starts at column 0, so columns need no shift.
 from __future__ import annotations
 
 import ast
-import functools
-import keyword
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
-from xla2tpu.index import RuleIndex
-from xla2tpu.ast_blocks import blocks
+from xla2tpu.ast_blocks import Group, groups_of
 from xla2tpu.detect.positions import NEWLINE
-from xla2tpu.layout import Group, Layout, assigned_names, groups_of, lines_code
+from xla2tpu.layout import Layout, assigned_names, lines_code
+from xla2tpu.plan import Plan, words
 from xla2tpu.statements import pass_statement
-from xla2tpu.prefilter import holds_token
-from xla2tpu.canonical import PROJECT, Canonicaliser
 
 # Top-level statements whose header (decorators, signature) comes before a body.
 _HEADED = (cst.FunctionDef, cst.ClassDef)
-# Names a transform asks the scope about (`Scope.binds`), beyond the import-bound ones.
-_ALSO_WATCHED = ("bool",)
-
-
-def _imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The import statements inside a statement, found through statement bodies only."""
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        yield node
-        return
-    for block in blocks(node):
-        for child in block:
-            yield from _imports(child)
-
-
-def _bound(node: ast.Import | ast.ImportFrom, canonical: Canonicaliser) -> Iterator[tuple[str, str]]:
-    """(name bound, qualified name) for each alias of an import."""
-    module = ""
-    if isinstance(node, ast.ImportFrom):
-        module = (canonical.absolute(node.level, node.module or "") if node.level else node.module) or ("." * node.level + (node.module or ""))
-    for alias in node.names:
-        if alias.name == "*":
-            return
-        qualname = f"{module}.{alias.name}" if module else alias.name
-        bound = alias.asname or (alias.name if module else alias.name.split(".", 1)[0])
-        yield bound, qualname
-        yield bound, canonical(qualname)
-
-
-_STRING = re.compile(r"([\"']).*?\1")
-_IDENTIFIER = re.compile(r"(?<![{\w])[A-Za-z_]\w*(?![}\w])")
-_UNTOKENED: dict[int, tuple[frozenset[str], tuple[str, ...], str]] = {}
-
-
-def _untokened(index: RuleIndex) -> tuple[frozenset[str], tuple[str, ...], str]:
-    """What the selected rules match that holds no prefilter token (a rule gated by `file-matches`,
-    e.g. on `torch._dynamo.mark_dynamic`): the last component of each such name (any spelling of
-    it, through an import of a module above it, ends with it), and the names themselves (an
-    import of the name, or of a module under it, binds an alias to watch). Last, the string
-    patterns of string-argument rules (`inductor`), searched right after a quote."""
-    key = id(index)  # indexes are built once per selection and kept (index.build is cached)
-    if key not in _UNTOKENED:
-        names = [*index.calls.exact, *index.references.exact, *index.imports.exact]
-        names += [prefix.rstrip(".") for matcher in (index.calls, index.references, index.imports)
-                  for prefix, _rule in matcher.prefixes]
-        for pattern_rules in index.expressions.values():
-            for pattern, _rule in pattern_rules:
-                if not holds_token(pattern.text):  # else a site shows the token or an alias of it
-                    code = _STRING.sub("", pattern.text)
-                    names += [n for n in _IDENTIFIER.findall(code) if not keyword.iskeyword(n)]
-        names += list(index.env)
-        names = [n for n in names if not holds_token(n)]
-        # A matching literal's text starts right after its opening quote (`"tpu"`, not `output`);
-        # the quote leads the pattern, so that the regex engine skips to the quotes.
-        strings = "|".join(f"(?:{rule.pattern.pattern})" for rule in index.string_args if rule.pattern is not None)
-        strings = f"[\"'](?:{strings})" if strings else r"(?!x)x"
-        _UNTOKENED[key] = (frozenset(n.rsplit(".", 1)[-1] for n in names), tuple(names), strings)
-    return _UNTOKENED[key]
-
-
-_DECLARES = re.compile(r"\b(?:global|nonlocal)\b")
-
-
-@functools.lru_cache(maxsize=256)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    """Files that import alike share their patterns (re's own cache holds too few)."""
-    return re.compile(pattern)
-
-
-def _words(names: set[str]) -> str:
-    return r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b" if names else r"(?!x)x"
-
-
-class Plan:
-    """What makes a top-level statement worth visiting, read from CPython's tree of the file
-    before any LibCST parse (see the module docstring)."""
-
-    def __init__(self, tree: ast.Module, canonical: Canonicaliser, index: RuleIndex) -> None:
-        keywords, untokened, strings = _untokened(index)
-        interesting: set[str] = set(keywords)
-        watched: set[str] = set(_ALSO_WATCHED)
-        for node in tree.body:
-            for found in _imports(node):
-                for bound, qualname in _bound(found, canonical):
-                    watched.add(bound)
-                    if holds_token(qualname) or qualname.startswith(PROJECT) or any(
-                        qualname == name or qualname.startswith(name + ".") for name in untokened
-                    ):
-                        interesting.add(bound)
-        self.watched = frozenset(watched)
-        self._reads = _compiled(f"{_words(interesting)}|{strings}")
-
-    @functools.cached_property
-    def _binds(self) -> re.Pattern[str]:
-        """A watched name where it may be (re)bound: not followed by `.`, `(` or `[` (reads),
-        or after def/class. Only the LibCST pass asks (`keeps`)."""
-        names = _words(set(self.watched))
-        return _compiled(rf"(?:def|class)\s+{names}|{names}(?!\s*[.(\[])")
-
-    def matches(self, text: str) -> bool:
-        """Whether `text` shows a token, an interesting name or a matched string."""
-        return holds_token(text) or self._reads.search(text) is not None
-
-    def reads_definition(self, text: str) -> bool:
-        """Whether a definition inside a top-level statement, whose text is `text`, must be
-        read: it may use what a rule looks for, or bind a name outside itself."""
-        return self.matches(text) or _DECLARES.search(text) is not None
-
-    def keeps(self, text: str, group: Group) -> bool:
-        """Whether the statement of `group`, whose text is `text`, must be visited."""
-        if self.matches(text):
-            return True
-        definition = group.definition
-        if definition is not None:  # its body binds in its own scope
-            return definition.name in self.watched
-        return any(next(_imports(node), None) is not None for node in group.nodes) or self._binds.search(text) is not None
-
-
 # LibCST's compound statements whose `body` is the `body` of these CPython statements.
 _SAME_BODY: dict[type[cst.CSTNode], tuple[type[ast.stmt], ...]] = {
     cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
@@ -247,7 +110,7 @@ class Outline:
         while True:
             names_before = len(names)
             names.update(name for (_child, child_group), k in zip(pairs, kept) if k for name in assigned_names(child_group))
-            reads = _words(names) if names else None
+            reads = words(names) if names else None
             if reads is not None:
                 kept = [k or re.search(reads, text) is not None for k, text in zip(kept, texts)]
             if len(names) == names_before:

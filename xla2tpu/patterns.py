@@ -15,36 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections.abc import Callable
 from typing import NamedTuple
 
 import libcst as cst
 
+from xla2tpu.pattern_text import Key, has_slot, placeholders, slot_name
 from xla2tpu.resolve import dotted_name
 
-_SLOT = re.compile(r"\{([A-Za-z_]\w*)\}")
-_SLOT_NAME = re.compile(r"^__xla2tpu_pattern_([A-Za-z_]\w*)__$")
 # Fields holding only layout; two nodes differing there are the same code.
 _LAYOUT = ("whitespace", "lpar", "rpar", "comma", "semicolon", "equal", "leading_lines")
 
-Key = tuple[str, object]  # a node kind and what tells its patterns apart
-
-
-def placeholders(text: str) -> str:
-    """The pattern as parseable Python: each `{name}` slot becomes a placeholder identifier."""
-    return _SLOT.sub(r"__xla2tpu_pattern_\1__", text)
-
-
-def slot_name(identifier: str) -> str | None:
-    """The slot a placeholder identifier stands for, else None."""
-    found = _SLOT_NAME.match(identifier)
-    return found.group(1) if found else None
-
-
-def has_slot(name: str) -> bool:
-    """Whether a dotted name from a pattern goes through a slot (`{x}.is_tpu`)."""
-    return "__xla2tpu_pattern_" in name
 
 
 class Pattern(NamedTuple):

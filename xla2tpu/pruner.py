@@ -23,19 +23,14 @@ from dataclasses import dataclass
 import libcst as cst
 
 from xla2tpu.modules import PREDICATE
+from xla2tpu.only_reads import READERS, STATE_CONTEXTS
 from xla2tpu.resolve import dotted_name
 from xla2tpu.statements import holds_only, pass_statement, prune, prune_small
 
-# Contexts whose entry and exit only switch autograd / autocast state: `with` one of them
-# around nothing does nothing.
-STATE_CONTEXTS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "autocast", "nullcontext"})
 # unittest's hooks: the base class's are no-ops, so an emptied override can go.
 _TEST_HOOKS = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "asyncSetUp", "asyncTearDown"})
 _MODULE_HOOKS = frozenset({"setUpModule", "tearDownModule"})
 _HOOK_DECORATORS = frozenset({"classmethod", "staticmethod"})
-# Builtins that only read their arguments.
-READERS = frozenset({"len", "isinstance", "issubclass", "hasattr", "callable", "bool", "int", "float", "str", "abs",
-                      "min", "max", "getattr", "os.environ.get", "os.getenv"})
 _INVERSE: dict[type[cst.BaseCompOp], type[cst.BaseCompOp]] = {
     cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal, cst.In: cst.NotIn, cst.NotIn: cst.In,
     cst.Is: cst.IsNot, cst.IsNot: cst.Is,

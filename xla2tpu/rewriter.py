@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from xla2tpu import patterns, templates
+from xla2tpu import patterns, template_text, templates
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.ast_blocks import lazy_imports
 from xla2tpu.call_layout import keep_layout, keep_layouts
@@ -26,7 +26,8 @@ from xla2tpu.facts import UNKNOWN, Facts
 from xla2tpu.noqa import Suppressions
 from xla2tpu.outline import Outline
 from xla2tpu.settings import Settings
-from xla2tpu.resolve import ImportResolver, Scope, dotted_name, resolve
+from xla2tpu.resolve import ImportResolver, dotted_name, resolve
+from xla2tpu.scope import Scope
 from xla2tpu.pruner import StatementPruner, IfTest
 from xla2tpu.statements import indented_like
 from xla2tpu.transforms import REGISTRY as TRANSFORMS
@@ -329,7 +330,7 @@ class Rewriter(StatementPruner):
     def _statement_rewrite(self, case: Case, args: dict | None, star_args: dict, original: cst.Call,
                            speller: Speller) -> Rewrite | None:
         """A template that is a statement (`t[:] = f(t)`) replaces the call's own statement line."""
-        if args is None or not templates.required(case.template) <= set(args):
+        if args is None or not template_text.required(case.template) <= set(args):
             return None
         if not isinstance(self._whole_statement(original), cst.Expr):
             return None

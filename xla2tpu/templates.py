@@ -12,39 +12,13 @@ when nothing binds them, the root module is reported as an import to add.
 
 from __future__ import annotations
 
-import ast
-import functools
-import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple, cast
+from typing import cast
 
 import libcst as cst
 
-from xla2tpu.detect.names import dotted_name as ast_dotted_name
 from xla2tpu.resolve import dotted_name
-
-# Roots a template may name; anything else in a template is a local name or a placeholder.
-MODULE_ROOTS = frozenset({"torch", "os", "sys", "itertools", "transformers", "time", "datetime"})
-
-# Submodules that templates name but `import torch` does not load (torch 2.13, backend
-# autoload off): code using them needs its own `import torch.distributed.tensor`.
-# tests/test_public_api.py checks this table against the installed torch.
-EXPLICIT_IMPORTS = frozenset({"torch.distributed.tensor", "torch.distributed._functional_collectives"})
-
-
-def explicit_import(qualname: str) -> str | None:
-    """The longest module on `qualname`'s path that must be imported on its own, if any."""
-    parts = qualname.split(".")
-    for end in range(len(parts) - 1, 1, -1):
-        module = ".".join(parts[:end])
-        if module in EXPLICIT_IMPORTS:
-            return module
-    return None
-
-_PLACEHOLDER = re.compile(r"\{(\*?)(?:([A-Za-z_]\w*)=)?([A-Za-z_]\w*)(?:\?([^{}]*))?\}")
-_SLOT = "__xla2tpu_slot_{}__"
-_SLOT_MARK = re.compile(r"__xla2tpu_slot_\d+__")
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+from xla2tpu.template_text import MODULE_ROOTS, Slot, compiled
 
 _ATOMS = (
     cst.Name,
@@ -121,81 +95,6 @@ class _Requote(cst.CSTTransformer):
         return updated_node.with_changes(value=f"{prefix}{self.other}{inner}{self.other}")
 
 
-class Slot(NamedTuple):
-    param: str
-    star: bool  # {*param}
-    default: str | None  # {param?default}
-    keyword: str | None  # {kw=param}
-
-    @property
-    def optional(self) -> bool:
-        return self.star or self.default is not None or self.keyword is not None
-
-
-@functools.lru_cache(maxsize=512)
-def _compile(template: str) -> tuple[str, tuple[Slot, ...]]:
-    slots: list[Slot] = []
-
-    def sub(match: re.Match[str]) -> str:
-        slots.append(Slot(match.group(3), bool(match.group(1)), match.group(4), match.group(2)))
-        slot = _SLOT.format(len(slots) - 1)
-        return f"{match.group(2)}={slot}" if match.group(2) else slot
-
-    return _PLACEHOLDER.sub(sub, template), tuple(slots)
-
-
-def placeholders(template: str) -> tuple[Slot, ...]:
-    """The template's placeholders, in order."""
-    return _compile(template)[1]
-
-
-@functools.lru_cache(maxsize=512)
-def identifiers(template: str) -> frozenset[str]:
-    """The names a rendering of `template` writes itself (its placeholders' defaults too),
-    whatever the arguments put in its slots."""
-    source, slots = _compile(template)
-    texts = [_SLOT_MARK.sub("", source), *(slot.default for slot in slots if slot.default)]
-    return frozenset(name for text in texts for name in _IDENTIFIER.findall(text))
-
-
-@functools.lru_cache(maxsize=512)
-def is_statement(template: str) -> bool:
-    """True for a template that is a statement (`{t}[:] = f({t})`), not an expression."""
-    source = _compile(template)[0]
-    try:
-        cst.parse_expression(source)
-    except cst.ParserSyntaxError:
-        cst.parse_statement(source)  # neither: a broken template, which must fail loudly
-        return True
-    return False
-
-
-@functools.lru_cache(maxsize=512)
-def spelled_names(template: str) -> tuple[str, ...]:
-    """The qualified names a rendering of `template` spells (`_Filler._respell`), in order:
-    what decides, before any edit, whether they reach their modules at a site."""
-    names: list[str] = []
-
-    def walk(node: ast.AST, parent: ast.AST | None) -> None:
-        if isinstance(node, ast.Attribute):
-            name = ast_dotted_name(node)
-            if name and name.split(".", 1)[0] in MODULE_ROOTS:
-                names.append(name)
-                return
-        elif isinstance(node, ast.Name) and node.id in MODULE_ROOTS and not isinstance(parent, ast.Attribute):
-            names.append(node.id)
-        for child in ast.iter_child_nodes(node):
-            walk(child, node)
-
-    walk(ast.parse(_compile(template)[0]), None)
-    return tuple(names)
-
-
-def required(template: str) -> set[str]:
-    """The parameters a template cannot be rendered without."""
-    return {slot.param for slot in _compile(template)[1] if not slot.optional}
-
-
 class Rendered:
     """A rendered template: the node, and the module roots the file must import for it."""
 
@@ -214,7 +113,7 @@ def render(
     statement: bool = False,
 ) -> Rendered:
     """Build the node for `template`. `spell(qualname)` returns (spelling, import-to-add)."""
-    source, slots = _compile(template)
+    source, slots = compiled(template)
     tree: cst.CSTNode = cst.parse_statement(source) if statement else cst.parse_expression(source)
     filler = _Filler(slots, args, star_args, spell)
     return Rendered(tree.visit(filler), filler.imports)

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from xla2tpu.detect.order import walk
+
+if TYPE_CHECKING:
+    import libcst as cst
 # Attributes that are tensors on any module or tensor (parameters, gradients).
 _TENSOR_ATTRIBUTES = frozenset({"weight", "bias", "grad", "data"})
 # Methods that return a tensor when called on one (`.is_tpu` after them is the tensor's).
@@ -33,6 +35,8 @@ _FACTORIES = frozenset(
 
 def known_tensor(node: cst.BaseExpression, resolve: Callable[[cst.BaseExpression], str | None], names: frozenset[str]) -> bool:
     """`node` (LibCST) is a tensor by the evidence above; `names` from `tensor_names`."""
+    import libcst as cst  # LibCST's node: LibCST is loaded
+
     if isinstance(node, cst.Name):
         return node.value in names
     if isinstance(node, cst.Attribute):

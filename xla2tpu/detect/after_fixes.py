@@ -23,7 +23,7 @@ import ast
 import heapq
 from collections.abc import Collection, Sequence
 
-from xla2tpu import templates
+from xla2tpu import template_text
 from xla2tpu.conditions import message_of
 from xla2tpu.detect.imports import ImportSite, decide
 from xla2tpu.detect.names import dotted_name
@@ -34,8 +34,8 @@ from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.facts import Facts
 from xla2tpu.modules import PREDICATE
 from xla2tpu.noqa import Suppressions
-from xla2tpu.pruner import READERS, STATE_CONTEXTS
-from xla2tpu.resolve import Scope
+from xla2tpu.only_reads import READERS, STATE_CONTEXTS
+from xla2tpu.scope import Scope
 
 _TRY = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 _HOOKS = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "asyncSetUp", "asyncTearDown",
@@ -77,7 +77,7 @@ class Leftovers:
         if site.structural:  # a statement template: the call's line goes, the arguments it names stay
             statement = site.parents[-2]
             self._wild.add(id(statement))
-            self._written(templates.identifiers(case.template))
+            self._written(template_text.identifiers(case.template))
             self._region(site.scope, statement, _kept(site))
             return
         if site.category == "string":
@@ -88,10 +88,10 @@ class Leftovers:
                 raise _CannotTell
             self._delete(statement, site.parents[:-2], site.scope)
         elif case.action == "rename" and site.category == "reference":
-            self._written(templates.identifiers(case.template))
+            self._written(template_text.identifiers(case.template))
             self._region(site.scope, site.node)
         elif case.action == "replace" and site.category in ("reference", "call", "expression"):
-            self._written(templates.identifiers(case.template))
+            self._written(template_text.identifiers(case.template))
             self._region(site.scope, site.node, _kept(site) if site.category != "reference" else ())
         else:
             raise _CannotTell
@@ -241,7 +241,7 @@ def _kept(site: Found) -> list[ast.AST]:
     if site.args is None:
         raise _CannotTell
     kept: list[ast.AST] = []
-    for slot in templates.placeholders(site.case.template):
+    for slot in template_text.placeholders(site.case.template):
         if slot.star:
             kept.extend(site.star_args.get(slot.param, ()))
         elif slot.param in site.args:

@@ -19,11 +19,16 @@ differs from LibCST in ways these functions make up for:
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from xla2tpu.detect.order import arguments, children
-from xla2tpu.earlier import any_call_matches
 
+_PATTERN = re.compile(r"^(?P<callee>[\w.|]+)\((?P<args>.*)\)$")  # callee: one name, or a|b
+_SLOT = re.compile(r"^\{(?P<name>\w+)\}$")
+Node = TypeVar("Node")  # a callee, of either tree
+Argument = TypeVar("Argument")  # an argument as its tree has it (cst.Arg, ast.expr / ast.keyword)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -119,3 +124,24 @@ def _argument_matches(slot: str, arg: ast.expr | ast.keyword, args: Mapping[str,
         return True
     own = args.get(slot) if args is not None else None
     return own is not None and ast.dump(own) == ast.dump(arg)
+
+
+def any_call_matches(
+    pattern: str,
+    calls: Iterable[tuple[Node, Sequence[Argument]]],
+    resolve: Callable[[Node], str | None],
+    argument: Callable[[str, Argument], bool],
+) -> bool:
+    """earlier.py's `matches` for calls of either tree: each call is its callee and its
+    arguments in source order; `argument(slot, arg)` says whether `arg` fills the pattern's `{slot}` (`_`: any)."""
+    parsed = _PATTERN.match(pattern.strip())
+    if parsed is None:
+        return False
+    callees = parsed["callee"].split("|")
+    wanted = [_SLOT.match(a.strip()) for a in parsed["args"].split(",")] if parsed["args"].strip() else []
+    for callee, given in calls:
+        if len(given) != len(wanted) or resolve(callee) not in callees:
+            continue
+        if all(slot is not None and argument(slot["name"], arg) for slot, arg in zip(wanted, given)):
+            return True
+    return False

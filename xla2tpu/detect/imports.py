@@ -18,7 +18,7 @@ from xla2tpu.conditions import Site, applies, choose
 from xla2tpu.detect.scopes import FUNCTIONS, Scopes, from_module
 from xla2tpu.facts import Facts
 from xla2tpu.index import RuleIndex
-from xla2tpu.resolve import Scope
+from xla2tpu.scope import Scope
 
 
 

@@ -33,10 +33,26 @@ import ast
 import bisect
 import functools
 import re
-
-from libcst.metadata import CodePosition, CodeRange
+from typing import NamedTuple
 
 from xla2tpu.detect.order import child_nodes, walk
+
+
+class Point(NamedTuple):
+    """A place as LibCST's PositionProvider gives it (`CodePosition`): line 1-based, column
+    in code points, 0-based."""
+
+    line: int
+    column: int
+
+
+class Span(NamedTuple):
+    """A node's range, as LibCST's `CodeRange` has it."""
+
+    start: Point
+    end: Point
+
+
 NEWLINE = re.compile(r"\r\n?|\n")
 # The code of a line up to its comment: no quote, `#` or backslash, escapes, one-line strings.
 _CODE = re.compile(r"""(?:[^#'"\\\r\n]|\\.|'(?:[^'\\\r\n]|\\.)*'|"(?:[^"\\\r\n]|\\.)*")*""")
@@ -66,10 +82,10 @@ class Positions:
         self._code_ends: dict[int, int] = {}
 
     # ------------------------------------------------------------------ what callers ask
-    def where(self, node: ast.AST) -> CodeRange:
+    def where(self, node: ast.AST) -> Span:
         """The range LibCST's PositionProvider gives the node (line 1-based, column 0-based)."""
         start, end = self._content(node)
-        return CodeRange(self._position(start), self._position(end))
+        return Span(self._position(start), self._position(end))
 
     def code(self, node: ast.AST) -> str:
         """What LibCST's `code_for_node` prints for the node: its code, own parentheses included."""
@@ -107,9 +123,9 @@ class Positions:
         encoded = self._encoded[line]
         return base + (column if encoded is None else len(encoded[:column].decode("utf-8", "surrogatepass")))
 
-    def _position(self, offset: int) -> CodePosition:
+    def _position(self, offset: int) -> Point:
         line = min(bisect.bisect_right(self._starts, offset) - 1, len(self._starts) - 2)
-        return CodePosition(line + 1, offset - self._starts[line])
+        return Point(line + 1, offset - self._starts[line])
 
     def _span(self, node: ast.AST) -> tuple[int, int]:
         return (self._offset(node.lineno, node.col_offset),  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from xla2tpu.canonical import Canonicaliser
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import child_nodes
-from xla2tpu.resolve import OTHER, Scope
+from xla2tpu.scope import OTHER, Scope
 
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -70,7 +70,7 @@ class Scopes:
                  read: Callable[[ast.AST], bool] | None = None) -> None:
         """`statements`: the top-level ones to read (all by default); `read`: whether a
         definition inside them is (all by default). One left out can neither use nor bind
-        what a rule looks for (outline.Plan)."""
+        what a rule looks for (plan.Plan)."""
         self.canonical = canonical
         self.module = Scope(None)
         self.of: dict[int, Scope] = {}

@@ -19,17 +19,16 @@ import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from xla2tpu import templates
+from xla2tpu import template_text
 from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, message_of
-from xla2tpu.ast_blocks import blocks, lazy_imports
+from xla2tpu.ast_blocks import Group, blocks, lazy_imports
 from xla2tpu.detect import ast_earlier, ast_patterns
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
 from xla2tpu.detect.positions import Positions
-from xla2tpu.layout import Group
 from xla2tpu.lints import LINTS
 from xla2tpu.detect.values import call_arguments, literal_text
 from xla2tpu.diagnostics import Diagnostic, FixClass
@@ -37,7 +36,7 @@ from xla2tpu.emission import Speller
 from xla2tpu.facts import UNKNOWN, Facts
 from xla2tpu.index import RuleIndex
 from xla2tpu.noqa import Suppressions
-from xla2tpu.resolve import Scope
+from xla2tpu.scope import Scope
 from xla2tpu.tensors import known_tensor_ast, tensor_names
 
 # Environment APIs whose first argument names a variable: qualified callee -> is a write.
@@ -138,7 +137,7 @@ class Detector:
     def run(self, statements: Sequence[tuple[str, Group]], holds: Callable[[str], bool] | None = None,
             read: Callable[[ast.AST], bool] | None = None) -> list[Found]:
         """The sites in `statements` (the module's top-level ones, each with its source lines);
-        `holds(text)` tells one that may hold a site by its source (outline.Plan.matches: a
+        `holds(text)` tells one that may hold a site by its source (plan.Plan.matches: a
         token, an alias of a torch_xla import...), `read(definition)` a method or nested
         function: the others are not walked (nor were they by Scopes)."""
         self._reads_definition = read
@@ -313,7 +312,7 @@ class Detector:
             return
         note = ""
         if case.fixable and case.action == "replace":
-            note = self._spell_note(templates.spelled_names(case.template))
+            note = self._spell_note(template_text.spelled_names(case.template))
         elif case.fixable and case.action == "rename":
             note = self._spell_note([case.template + tail(rule, qualname)])
         self._add("reference", rule, case, node, case.fixable, note, qualname, key=dotted_name(node) or "")
@@ -343,14 +342,14 @@ class Detector:
         if case is None:
             return
         transform = case.action == "transform"
-        structural = transform or (case.action == "replace" and templates.is_statement(case.template))
+        structural = transform or (case.action == "replace" and template_text.is_statement(case.template))
         if transform:
             fixable = case.fixable and site.args is not None
         else:  # a statement template replaces the call's line, when the call is all of it
             fixable = case.fixable and _can_fix(case, site) and (not structural or self._whole_line())
         note = ""
         if fixable and case.action == "replace":
-            note = self._spell_note(templates.spelled_names(case.template))
+            note = self._spell_note(template_text.spelled_names(case.template))
         found = self._add("call", rule, case, node, fixable, note, qualname, structural, key=dotted_name(node.func) or "")
         found.inner = (start, len(self.found) - 1)
         found.args, found.star_args = site.args, site.star_args
@@ -563,7 +562,7 @@ class Detector:
         )
         case = choose(rule.cases, site)
         fixable = case.fixable and _can_fix(case, site)
-        note = self._spell_note(templates.spelled_names(case.template)) if fixable and case.template else ""
+        note = self._spell_note(template_text.spelled_names(case.template)) if fixable and case.template else ""
         found = self._add("expression", rule, case, node, fixable, note, form=pattern.text,  # type: ignore[attr-defined]
                           key=EXPRESSION_KINDS.get(type(node).__name__, ""))
         found.args = slots
@@ -621,10 +620,9 @@ def _ast_expressions(index: RuleIndex) -> dict:
         return {}
     if id(index) not in _COMPILED:
         table: dict = {}
-        for rules in index.expressions.values():
-            for pattern, rule in rules:
-                compiled = ast_patterns.compile_pattern(pattern.text)
-                table.setdefault(compiled.key, []).append((compiled, rule))
+        for text, rule in index.expressions:
+            compiled = ast_patterns.compile_pattern(text)
+            table.setdefault(compiled.key, []).append((compiled, rule))
         _COMPILED[id(index)] = table
     return _COMPILED[id(index)]
 
@@ -635,7 +633,7 @@ def _can_fix(case: Case, site: Site) -> bool:
     if case.action == "replace":
         if site.args is None:
             return False
-        return templates.required(case.template) <= set(site.args)
+        return template_text.required(case.template) <= set(site.args)
     return True
 
 

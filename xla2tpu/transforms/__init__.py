@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from xla2tpu.resolve import Scope
+from xla2tpu.scope import Scope
 
 
 @dataclass

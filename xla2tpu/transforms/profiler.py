@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xla2tpu.resolve import Scope, resolve
+from xla2tpu.resolve import resolve
+from xla2tpu.scope import Scope
 from xla2tpu.transforms import CallSite, Rewrite, transform
 from xla2tpu.transforms.forms import fresh_name, render_expression, render_statements
 
