@@ -1,5 +1,7 @@
-"""The per-file pipe: prefilter -> decode -> facts -> detect (CPython's tree), then, only when a
-fix is to be written or a transform tried: parse (LibCST) -> resolve -> rewrite -> imports -> encode.
+"""The per-file pipe: prefilter -> decode -> facts -> detect (CPython's tree) -> findings, what
+the fixes leave told on the ast (detect/after_fixes.py); only when a fix is to be written or
+a transform tried, the LibCST pass (libcst_pass.py, the one module that loads LibCST):
+parse -> resolve -> rewrite -> imports -> encode.
 
 `process_source` is a pure function of (path, bytes, settings); `pool.run` maps it over
 many files.
