@@ -9,7 +9,8 @@ with a statement template's, or deletes the statement the site is. The pruner th
 what the deletions emptied, by its rules, told here on the ast: an `if` whose test only
 reads (its reads go, and the findings in it are resolved), a `for` over a `range`, a `with`
 of autograd state; other blocks keep `pass`. Where that cannot be told (None), the file
-goes through LibCST: a transform (only building it decides what it writes), a deletion in
+goes through LibCST: a transform other than a step closure's call or a printed report's
+deletion (only building it decides what it writes), a deletion in
 a `try:` (it changes what guards the imports there), a comment in an emptied block (the
 pruner keeps the block when it keeps the comment), an `if` left with a test that does
 something, an `if` whose branches may become the same, an emptied unittest hook or module,
@@ -73,7 +74,8 @@ class Leftovers:
         case = site.case
         assert site.scope is not None
         if site.structural and case.action == "transform":
-            raise _CannotTell
+            self._transform(site)
+            return
         if site.structural:  # a statement template: the call's line goes, the arguments it names stay
             statement = site.parents[-2]
             self._wild.add(id(statement))
@@ -93,6 +95,16 @@ class Leftovers:
         elif case.action == "replace" and site.category in ("reference", "call", "expression"):
             self._written(template_text.identifiers(case.template))
             self._region(site.scope, site.node, _kept(site) if site.category != "reference" else ())
+        else:
+            raise _CannotTell
+
+    def _transform(self, site: Found) -> None:
+        """What the transforms the ast decides (`Detector._transform_decision`) leave."""
+        assert site.scope is not None
+        if site.decided and site.case.template == "call-closure":  # `fn(a, b)`: the closure and arguments stay
+            self._region(site.scope, site.node, [site.args[p] for p in ("closure", "args") if site.args and p in site.args])
+        elif site.decided and site.case.template == "drop-printed-report":  # the printing statement goes
+            self._delete(site.parents[-3], site.parents[:-3], site.scope)  # type: ignore[arg-type]
         else:
             raise _CannotTell
 

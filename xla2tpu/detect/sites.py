@@ -36,6 +36,7 @@ from xla2tpu.emission import Speller
 from xla2tpu.facts import UNKNOWN, Facts
 from xla2tpu.index import RuleIndex
 from xla2tpu.noqa import Suppressions
+from xla2tpu.printers import prints
 from xla2tpu.scope import Scope
 from xla2tpu.tensors import known_tensor_ast, tensor_names
 
@@ -79,6 +80,7 @@ class Found:
     category: str = ""  # what kind of node the site is: reference, call, string, pair, subscript, expression, lint
     key: str = ""  # what the node spells: a reference's dotted name, a call's callee, a string's text
     form: str = ""  # an expression site's pattern
+    decided: bool = False  # a transform whose fix the ast decided (`Detector._transform_decision`)
     # What the fix leaves of the code around it is judged from these (detect/after_fixes.py):
     # the scope the site reads in, the nodes from the module down to it, and what its
     # template's placeholders bind (a call's parameters, an expression pattern's slots).
@@ -343,23 +345,49 @@ class Detector:
             return
         transform = case.action == "transform"
         structural = transform or (case.action == "replace" and template_text.is_statement(case.template))
+        decided = False
         if transform:
             fixable = case.fixable and site.args is not None
+            decision = self._transform_decision(case, node) if fixable else None
+            if decision is not None:
+                fixable, decided = decision, True
         else:  # a statement template replaces the call's line, when the call is all of it
             fixable = case.fixable and _can_fix(case, site) and (not structural or self._whole_line())
         note = ""
         if fixable and case.action == "replace":
             note = self._spell_note(template_text.spelled_names(case.template))
         found = self._add("call", rule, case, node, fixable, note, qualname, structural, key=dotted_name(node.func) or "")
+        found.decided = decided
         found.inner = (start, len(self.found) - 1)
         found.args, found.star_args = site.args, site.star_args
         # A transform that may be made is decided when it is built (rewriter.py).
         found.keeps_arguments = not (transform and fixable) and (not fixable or bool(note) or case.fix is FixClass.MANUAL)
 
-    def _whole_line(self) -> bool:
-        """Whether the call being left is a statement alone on its lines (for LibCST, a line
-        of one small statement): what a statement template replaces."""
-        statement, owner = self._parent(), self._parent(3)
+    def _transform_decision(self, case: Case, node: ast.Call) -> bool | None:
+        """Whether the transform's fix can be made at the call being left, for the transforms
+        whose answer the code around the call gives (rewriter.py builds them alike); None:
+        only building it tells."""
+        if case.template == "call-closure":
+            return True  # its case holds when the closure is there: it is called in place
+        if case.template == "drop-printed-report":
+            # The report is the one positional argument of a printing call that is a line of
+            # its own (transforms/helpers.drop_printed_report).
+            printer = self._parent(2)
+            return (
+                isinstance(printer, ast.Call)
+                and prints(printer.func.id if isinstance(printer.func, ast.Name) else None,
+                           printer.func.attr if isinstance(printer.func, ast.Attribute) else None)
+                and printer.args == [node]
+                and all(keyword.arg is not None for keyword in printer.keywords)
+                and self._whole_line(depth=3)
+            )
+        return None
+
+    def _whole_line(self, depth: int = 2) -> bool:
+        """Whether the node `depth` - 1 levels above the one being left (the call itself
+        by default) is a statement alone on its lines (for LibCST, a line of one small
+        statement): what a statement template replaces."""
+        statement, owner = self._parent(depth), self._parent(depth + 1)
         if not isinstance(statement, ast.Expr) or owner is None:
             return False
         if self.positions.line_texts[statement.lineno - 1][:statement.col_offset].strip():
@@ -693,7 +721,8 @@ class SiteMap:
     def undecided(self) -> bool:
         """Whether a site's fix is a transform's, which only building it can decide
         (rewriter.py)."""
-        return any(site.structural and site.fixable and site.case.action == "transform" for site in self.found)
+        return any(site.structural and site.fixable and site.case.action == "transform" and not site.decided
+                   for site in self.found)
 
     def holds(self, lines: range) -> bool:
         """Whether a site starts on one of `lines`."""

@@ -17,6 +17,7 @@ import re
 import libcst as cst
 
 from xla2tpu.transforms import DELETE, CallSite, Rewrite, transform
+from xla2tpu.printers import prints
 
 # The explanation is a comment, not a docstring paragraph: comments take the module's
 # indentation (two spaces in many torch_xla examples), a docstring's lines would not.
@@ -136,16 +137,11 @@ def rate_tracker(site: CallSite) -> Rewrite | None:
     return Rewrite(expression=expression, later=[(site.module, insert)], imports=imports)
 
 
-# Methods of a `logging.Logger` (or the `logging` module) that log one message.
-_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
-
-
 def _printer(call: cst.Call) -> bool:
     """Whether `call` prints or logs its argument: `print`, `x.info` & co, `master_print`."""
     func = call.func
-    if isinstance(func, cst.Name):
-        return func.value in ("print", "master_print")
-    return isinstance(func, cst.Attribute) and (func.attr.value in _LOG_METHODS or func.attr.value == "master_print")
+    return prints(func.value if isinstance(func, cst.Name) else None,
+                  func.attr.value if isinstance(func, cst.Attribute) else None)
 
 
 @transform("drop-printed-report")
