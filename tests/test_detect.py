@@ -79,6 +79,10 @@ def test_check_tells_the_fixes_of_a_file_without_libcst() -> None:
     # A comment the pruner keeps keeps the emptied block, and the `if` with it.
     (b"import torch_xla.core.xla_model as xm\nif len(xm.get_xla_supported_devices()) > 1:\n    # ^^ see above\n"
      b"    xm.mark_step()\nprint(1)\n", True),
+    # A step closure is called in place: what it is given stays read (the import stays).
+    (b"import torch_xla.core.xla_model as xm\nxm.add_step_closure(log, args=(xm,))\n", False),
+    # A statement that only prints a report goes with it; one that prints more stays.
+    (b"import torch_xla.debug.metrics as met\nprint(met.metrics_report())\nprint('x', met.metrics_report())\n", False),
     # A deletion in a `try:` changes what guards the imports there.
     (b"try:\n    import torch_xla.core.xla_model as xm\n    xm.mark_step()\nexcept ImportError:\n    xm = None\n", True),
     # The branches may become the same: one of them replaces the `if`.
