@@ -8,7 +8,8 @@ their bytes), CPU seconds, best of N, of:
 - a bare `libcst.parse_module` of each file (the floor of any LibCST tool);
 - CPython's `ast.parse` and a walk of every node;
 - the engine as `check` runs it (`engine.process_source`, findings only, the safe fixes or the
-  unsafe ones too), no project model; and how many files it had LibCST parse;
+  unsafe ones too), no project model; how many files it had LibCST parse, and the files
+  answered on the ast alone and those that went through LibCST, each against their parse;
 - with `--fix`, over the files a fix rewrites: the engine (which also writes the new code),
   and a bare LibCST parse of only the top-level statements that hold a fixed finding, the
   floor of any tool that parses what it edits.
@@ -63,6 +64,13 @@ def statements_edited(path: str, data: bytes, settings: Settings) -> str:
     return "".join(part if part.endswith("\n") else part + "\n" for part in picked)
 
 
+def _parse_or_not(data: bytes) -> None:
+    try:
+        cst.parse_module(data)
+    except (cst.ParserSyntaxError, RecursionError):
+        pass
+
+
 def best(repeat: int, run: Callable[[], object]) -> float:
     times = []
     for _ in range(repeat):
@@ -90,10 +98,7 @@ def main() -> None:
 
     def parse() -> None:
         for _, data in files:
-            try:
-                cst.parse_module(data)
-            except (cst.ParserSyntaxError, RecursionError):
-                pass
+            _parse_or_not(data)
 
     def walk() -> None:
         for _, data in files:
@@ -115,6 +120,12 @@ def main() -> None:
     print(f"CPython ast.parse + walk    {tree:7.2f} s   {tree / bare:5.2f} x the parse")
     print(f"check (engine)              {engine_time:7.2f} s   {engine_time / bare:5.2f} x the parse")
     print(f"files LibCST parsed         {sum(parsed):7d}   of {len(files)}")
+    for label, chosen in (("on the ast alone", 0), ("through LibCST", 1)):
+        part = [item for item, through in zip(files, parsed) if through == chosen]
+        if part:
+            part_parse = best(args.repeat, lambda: [_parse_or_not(data) for _, data in part])
+            part_check = best(args.repeat, lambda: [engine.process_source(path, data, checking) for path, data in part])
+            print(f"  {label:16s} {len(part):4d} files: check {part_check:6.2f} s, {part_check / part_parse:5.2f} x their parse")
     if args.fix:
         fixing = [(path, data) for path, data in files if engine.process_source(path, data, settings).new_source]
         edited = [statements_edited(path, data, settings) for path, data in fixing]

@@ -83,6 +83,11 @@ def test_check_tells_the_fixes_of_a_file_without_libcst() -> None:
     (b"import torch_xla.core.xla_model as xm\nxm.add_step_closure(log, args=(xm,))\n", False),
     # A statement that only prints a report goes with it; one that prints more stays.
     (b"import torch_xla.debug.metrics as met\nprint(met.metrics_report())\nprint('x', met.metrics_report())\n", False),
+    # A lint's finding in the test of an `if` that goes stays as the LibCST pass leaves it
+    # (unmigrated: the pruner resolves the findings of the sites it visits, and lints are
+    # found on the ast only).
+    (b"import torch_xla.core.xla_model as xm\nfor x in data:\n    loss = model(x)\n    loss.backward()\n"
+     b"    optimizer.step()\n    if loss: xm.mark_step()\n    print(1)\n", False),
     # A deletion in a `try:` changes what guards the imports there.
     (b"try:\n    import torch_xla.core.xla_model as xm\n    xm.mark_step()\nexcept ImportError:\n    xm = None\n", True),
     # The branches may become the same: one of them replaces the `if`.

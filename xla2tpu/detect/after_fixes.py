@@ -201,8 +201,11 @@ class Leftovers:
     def _resolve(self, test: ast.expr) -> None:
         """The findings left for a human in the test of an `if` that goes go with it."""
         inside = {id(node) for node in ast.walk(test)}
+        # Not a lint's: the LibCST pass resolves the sites it visits (pruner.py), and lints
+        # are found on CPython's tree only.
         self.resolved += [site for site in self._sites.found
-                          if id(site.node) in inside and not self._sites.applied(site) and id(site) in self._sites.index]
+                          if id(site.node) in inside and site.category != "lint" and not self._sites.applied(site)
+                          and id(site) in self._sites.index]
 
     def _same_branches(self) -> None:
         """An `if` whose two branches the fixes may make the same is replaced by one of them:
