@@ -23,13 +23,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 from xla2tpu.modules import PREDICATE
-from xla2tpu.only_reads import READERS, STATE_CONTEXTS
+from xla2tpu.only_reads import MODULE_HOOKS, READERS, STATE_CONTEXTS, TEST_HOOKS
 from xla2tpu.resolve import dotted_name
 from xla2tpu.statements import holds_only, pass_statement, prune, prune_small
 
-# unittest's hooks: the base class's are no-ops, so an emptied override can go.
-_TEST_HOOKS = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "asyncSetUp", "asyncTearDown"})
-_MODULE_HOOKS = frozenset({"setUpModule", "tearDownModule"})
 _HOOK_DECORATORS = frozenset({"classmethod", "staticmethod"})
 _INVERSE: dict[type[cst.BaseCompOp], type[cst.BaseCompOp]] = {
     cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal, cst.In: cst.NotIn, cst.NotIn: cst.In,
@@ -185,10 +182,10 @@ class StatementPruner(cst.CSTTransformer):
         return updated_node
 
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        return self._without_hooks(updated_node, _TEST_HOOKS)
+        return self._without_hooks(updated_node, TEST_HOOKS)
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        updated_node = self._without_hooks(updated_node, _MODULE_HOOKS)
+        updated_node = self._without_hooks(updated_node, MODULE_HOOKS)
         if not any(id(s) in self.doomed for s in updated_node.body):
             return updated_node
         # At module level the blank lines after removed imports set the code off from the

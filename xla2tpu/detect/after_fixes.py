@@ -10,10 +10,9 @@ what the deletions emptied, by its rules, told here on the ast: an `if` whose te
 reads (its reads go, and the findings in it are resolved), a `for` over a `range`, a `with`
 of autograd state; other blocks keep `pass`. Where that cannot be told (None), the file
 goes through LibCST: a transform other than a step closure's call or a printed report's
-deletion (only building it decides what it writes), a deletion in
-a `try:` (it changes what guards the imports there), a comment in an emptied block (the
-pruner keeps the block when it keeps the comment), an `if` left with a test that does
-something, an `if` whose branches may become the same, an emptied unittest hook or module,
+deletion (only building it decides what it writes), a deletion in a `try:` (it changes what
+guards the imports there), a comment in an emptied block (the pruner keeps the block when it
+keeps the comment), an `if` left with a test that does something, an `if` whose branches may become the same, an emptied unittest hook or module,
 a replaced node that opens a scope of its own, a template that writes an import's own
 name, an import removal that empties a block.
 """
@@ -35,12 +34,10 @@ from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.facts import Facts
 from xla2tpu.modules import PREDICATE
 from xla2tpu.noqa import Suppressions
-from xla2tpu.only_reads import READERS, STATE_CONTEXTS
+from xla2tpu.only_reads import MODULE_HOOKS, READERS, STATE_CONTEXTS, TEST_HOOKS
 from xla2tpu.scope import Scope
 
 _TRY = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
-_HOOKS = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "asyncSetUp", "asyncTearDown",
-                    "setUpModule", "tearDownModule"})
 
 
 class _CannotTell(Exception):
@@ -186,7 +183,7 @@ class Leftovers:
         elif isinstance(owner, (ast.With, ast.AsyncWith)):
             if self._empty(owner.body) and all(_state_context(item.context_expr) for item in owner.items):
                 self._delete(owner, chain[:-1], scope)
-        elif isinstance(owner, FUNCTIONS) and owner.name in _HOOKS and self._empty(owner.body):
+        elif isinstance(owner, FUNCTIONS) and owner.name in TEST_HOOKS | MODULE_HOOKS and self._empty(owner.body):
             raise _CannotTell  # an emptied unittest hook may go
         # Anything else emptied keeps `pass`.
 
