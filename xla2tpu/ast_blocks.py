@@ -88,11 +88,15 @@ class Group:
         return None
 
 
+def first_line(node: ast.stmt) -> int:
+    """The line a statement starts on: a decorated definition's first decorator's."""
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+
+
 def groups_of(body: list[ast.stmt]) -> list[Group]:
     groups: list[Group] = []
     for node in body:
-        decorators = getattr(node, "decorator_list", None)
-        first = min(d.lineno for d in decorators) if decorators else node.lineno
+        first = first_line(node)
         last = node.end_lineno or node.lineno
         if groups and first <= groups[-1].last:
             groups[-1] = Group(groups[-1].first, max(last, groups[-1].last), (*groups[-1].nodes, node))

@@ -23,7 +23,7 @@ from xla2tpu.facts import OTHER_HARDWARE_MODULES, Facts
 from xla2tpu.facts import compute as compute_facts
 from xla2tpu.index import build
 from xla2tpu.noqa import Suppressions, skip_file
-from xla2tpu.ast_blocks import groups_of
+from xla2tpu.ast_blocks import first_line, groups_of
 from xla2tpu.plan import Plan
 from xla2tpu.prefilter import holds_token, may_hold_idiom
 from xla2tpu.project import EMPTY, Context
@@ -97,8 +97,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     statements = [(positions.lines(group.first, group.last), group) for group in groups_of(tree.body)]
 
     def read(definition: ast.AST) -> bool:  # one inside them: a method, a nested function
-        first = min([definition.lineno, *(d.lineno for d in getattr(definition, "decorator_list", ()))])  # type: ignore[attr-defined]
-        return plan.reads_definition(positions.lines(first, definition.end_lineno))  # type: ignore[attr-defined]
+        return plan.reads_definition(positions.lines(first_line(definition), definition.end_lineno))  # type: ignore[arg-type,attr-defined]
 
     scopes = Scopes(tree, canonical, [node for text, group in statements if plan.keeps(text, group) for node in group.nodes],
                     read)

@@ -24,6 +24,7 @@ import heapq
 from collections.abc import Collection, Sequence
 
 from xla2tpu import template_text
+from xla2tpu.ast_blocks import first_line
 from xla2tpu.conditions import message_of
 from xla2tpu.detect.imports import ImportSite, decide
 from xla2tpu.detect.names import dotted_name
@@ -157,8 +158,7 @@ class Leftovers:
         """Whether a comment line sits among the block's statements or right above them
         (after the line that opens the block): whether the pruner keeps one is judged on
         LibCST's tree (statements.prune)."""
-        first = min([block[0].lineno, *(d.lineno for d in getattr(block[0], "decorator_list", ()))])
-        above = first - 1
+        above = first_line(block[0]) - 1
         while above >= 1 and (not self._lines[above - 1].strip() or self._lines[above - 1].lstrip().startswith("#")):
             above -= 1
         last = max(statement.end_lineno or statement.lineno for statement in block)

@@ -23,7 +23,7 @@ from xla2tpu import template_text
 from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, message_of
-from xla2tpu.ast_blocks import Group, blocks, lazy_imports
+from xla2tpu.ast_blocks import Group, blocks, first_line, lazy_imports
 from xla2tpu.detect import ast_earlier, ast_patterns
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import children
@@ -620,8 +620,7 @@ def _key(category: str, where: object) -> tuple:
 
 def _block_code(positions: Positions, block: Sequence[ast.stmt]) -> str:
     """The source lines of a block of statements, comments between them included."""
-    first = min([block[0].lineno, *(d.lineno for d in getattr(block[0], "decorator_list", ()))])
-    return positions.lines(first, block[-1].end_lineno or block[-1].lineno)
+    return positions.lines(first_line(block[0]), block[-1].end_lineno or block[-1].lineno)
 
 
 class _Pair(ast.AST):
