@@ -66,6 +66,11 @@ def test_check_tells_the_fixes_of_a_file_without_libcst() -> None:
     assert [(d.code, d.fixed) for d in result.diagnostics] == [("XLA001", True), ("XLA201", True), ("XLA101", True)]
 
 
+_LAUNCH = (b"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n\n"
+           b"def _mp_fn(index, flags):\n    print(xm.get_ordinal(), xm.xrt_world_size())\n\n\n"
+           b"if __name__ == '__main__':\n    %s\n")
+
+
 @pytest.mark.parametrize("source, parsed", [
     # The `if` goes with its test, and the finding for a human in it is resolved.
     (b"import torch_xla.core.xla_model as xm\nif len(xm.get_xla_supported_devices()) > 1:\n    xm.mark_step()\nprint(1)\n",
@@ -88,6 +93,13 @@ def test_check_tells_the_fixes_of_a_file_without_libcst() -> None:
     # found on the ast only).
     (b"import torch_xla.core.xla_model as xm\nfor x in data:\n    loss = model(x)\n    loss.backward()\n"
      b"    optimizer.step()\n    if loss: xm.mark_step()\n    print(1)\n", False),
+    # A launch the ast allows becomes TorchTPU's, and the rank fixes are found again with
+    # the workers in a process group; one it does not allow stays for a human.
+    (_LAUNCH % b"xmp.spawn(_mp_fn, args=(flags,), nprocs=flags.cores)", False),
+    (_LAUNCH % b"xmp.spawn(_mp_fn, args=(xmp,))", False),  # what it keeps stays read: the import stays
+    (_LAUNCH % b"xmp.spawn(lambda i: _mp_fn(i, flags), args=())", False),
+    (_LAUNCH % b"dist.init_process_group('gloo'); xmp.spawn(_mp_fn, args=(flags,))", False),
+    (_LAUNCH % b"xmp.spawn(_mp_fn, args=[*flags])", False),
     # A deletion in a `try:` changes what guards the imports there.
     (b"try:\n    import torch_xla.core.xla_model as xm\n    xm.mark_step()\nexcept ImportError:\n    xm = None\n", True),
     # The branches may become the same: one of them replaces the `if`.

@@ -10,6 +10,7 @@ many files.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import traceback
 
 from xla2tpu import catalogue as catalogue_mod
@@ -28,6 +29,7 @@ from xla2tpu.plan import Plan
 from xla2tpu.prefilter import holds_token, may_hold_idiom
 from xla2tpu.project import EMPTY, Context
 from xla2tpu.project_findings import project_findings
+from xla2tpu.detect import launch_site
 from xla2tpu.detect.after_fixes import findings_after_fixes
 from xla2tpu.detect.imports import import_sites
 from xla2tpu.detect.scopes import Scopes
@@ -114,9 +116,15 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     # tree alone when that tells what the fixes leave of its imports: LibCST never parses it.
     first = detect(facts)
     if not first.undecided and not (settings.rewrite and first.applied_sites()):
-        found = findings_after_fixes(first, imports, scopes, positions, suppressions, settings.apply,
-                                     settings.target, decoded.text, facts)
+        sites, fixed_facts = first, facts
+        launch = launch_site.migrated(facts, (site.rule.code for site in first.applied_sites()), catalogue)
+        if launch is not None:  # as the LibCST pass does: found again with the migrated launch's facts
+            fixed_facts = dataclasses.replace(facts, processes=launch)
+            sites = detect(fixed_facts)
+        found = None if sites.undecided else findings_after_fixes(
+            sites, imports, scopes, positions, suppressions, settings.apply, settings.target, decoded.text, fixed_facts)
         if found is not None and not (settings.rewrite and any(d.fixed for d in found)):
+            result.facts = fixed_facts
             result.diagnostics = sorted([*prefix, *found])
             result.encoding = decoded.encoding
             return

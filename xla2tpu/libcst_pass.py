@@ -14,11 +14,12 @@ import libcst as cst
 from xla2tpu import catalogue as catalogue_mod
 from xla2tpu.canonical import Canonicaliser
 from xla2tpu.decode import Decoded
+from xla2tpu.detect import launch_site
 from xla2tpu.detect.imports import ImportSite
 from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.sites import SiteMap
 from xla2tpu.diagnostics import Diagnostic, FileResult
-from xla2tpu.facts import Fact, Facts
+from xla2tpu.facts import Facts
 from xla2tpu.imports import ImportHygiene, add_imports
 from xla2tpu.layout import Layout
 from xla2tpu.noqa import Suppressions
@@ -77,8 +78,8 @@ def rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: C
         return ctx, opening_as_before(add_imports(new_module, ctx.imports_needed), module)
 
     ctx, new_module = rule_pass(facts, first.fresh())
-    launch = _migrated_launch(ctx, facts, catalogue)
-    if launch is not None:  # the workers now join a process group: rank and collective fixes are exact
+    launch = launch_site.migrated(facts, (d.code for d in ctx.diagnostics if d.fixed), catalogue)
+    if launch is not None:
         facts = result.facts = dataclasses.replace(facts, processes=launch)
         ctx, new_module = rule_pass(facts, detect(facts))
     result.diagnostics = sorted(ctx.findings())
@@ -120,15 +121,3 @@ def _import_hygiene(ctx: FileContext, module: cst.Module, tops: dict[int, cst.CS
         elif len(ctx.resolved) == resolved:
             break
     return module
-
-
-def _migrated_launch(ctx: FileContext, facts: Facts, catalogue: catalogue_mod.Catalogue) -> Fact | None:
-    """The `processes` fact once this fix migrates the file's torch_xla launch (a rule whose
-    case is the `tpu-launch` transform was applied), else None."""
-    if facts.processes.value != "spawn":
-        return None
-    launches = {rule.code for rule in catalogue.rules for case in rule.cases if case.template == "tpu-launch"}
-    if not any(d.fixed and d.code in launches for d in ctx.diagnostics):
-        return None
-    reason = 'has its torch_xla launch migrated to TorchTPU by this fix: every worker joins the "tpu" process group'
-    return Fact("processes", "process-group", facts.processes.evidence, reason)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
 import re
+import tokenize
 from typing import NamedTuple
 
 from xla2tpu.detect.names import dotted_name as ast_dotted_name
@@ -33,7 +35,6 @@ def explicit_import(qualname: str) -> str | None:
 _PLACEHOLDER = re.compile(r"\{(\*?)(?:([A-Za-z_]\w*)=)?([A-Za-z_]\w*)(?:\?([^{}]*))?\}")
 _SLOT = "__xla2tpu_slot_{}__"
 _SLOT_MARK = re.compile(r"__xla2tpu_slot_\d+__")
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 
 class Slot(NamedTuple):
@@ -69,10 +70,11 @@ def placeholders(template: str) -> tuple[Slot, ...]:
 @functools.lru_cache(maxsize=512)
 def identifiers(template: str) -> frozenset[str]:
     """The names a rendering of `template` writes itself (its placeholders' defaults too),
-    whatever the arguments put in its slots."""
+    whatever the arguments put in its slots: its code's, not its comments' or strings'."""
     source, slots = compiled(template)
-    texts = [_SLOT_MARK.sub("", source), *(slot.default for slot in slots if slot.default)]
-    return frozenset(name for text in texts for name in _IDENTIFIER.findall(text))
+    texts = [source, *(slot.default for slot in slots if slot.default)]
+    return frozenset(token.string for text in texts for token in tokenize.generate_tokens(io.StringIO(text).readline)
+                     if token.type == tokenize.NAME and not _SLOT_MARK.fullmatch(token.string))
 
 
 @functools.lru_cache(maxsize=512)

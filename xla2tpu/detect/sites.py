@@ -24,7 +24,7 @@ from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, message_of
 from xla2tpu.ast_blocks import Group, blocks, first_line, lazy_imports
-from xla2tpu.detect import ast_earlier, ast_patterns
+from xla2tpu.detect import ast_earlier, ast_patterns, launch_site
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
@@ -348,7 +348,7 @@ class Detector:
         decided = False
         if transform:
             fixable = case.fixable and site.args is not None
-            decision = self._transform_decision(case, node) if fixable else None
+            decision = self._transform_decision(case, node, site.args) if fixable else None
             if decision is not None:
                 fixable, decided = decision, True
         else:  # a statement template replaces the call's line, when the call is all of it
@@ -363,12 +363,14 @@ class Detector:
         # A transform that may be made is decided when it is built (rewriter.py).
         found.keeps_arguments = not (transform and fixable) and (not fixable or bool(note) or case.fix is FixClass.MANUAL)
 
-    def _transform_decision(self, case: Case, node: ast.Call) -> bool | None:
+    def _transform_decision(self, case: Case, node: ast.Call, args: Mapping[str, ast.AST]) -> bool | None:
         """Whether the transform's fix can be made at the call being left, for the transforms
         whose answer the code around the call gives (rewriter.py builds them alike); None:
         only building it tells."""
         if case.template == "call-closure":
             return True  # its case holds when the closure is there: it is called in place
+        if case.template == launch_site.TEMPLATE:
+            return launch_site.launchable(args, self._whole_line(), self.scope.parent is None, self.source)
         if case.template == "drop-printed-report":
             # The report is the one positional argument of a printing call that is a line of
             # its own (transforms/helpers.drop_printed_report).

@@ -16,86 +16,47 @@ The shape, and why (docs/rules/XLA601.md says the same to users):
   `nprocs` but 1; an `nprocs` variable keeps its 1 (`1 if flags.num_cores == 1 else ...`).
 - Workers are spawned, never forked.
 
-Only a launch this can keep exact is rewritten: a whole statement in the module's own
-code (the main block), `fn` a function defined at module level (spawn pickles it by
-name), no `start_method="fork"` / `join=False` / `daemon` / `debug_single_process` that
-may be true, one launch in the file, and no `init_process_group` of the program's own
-(often behind a flag: the worker could neither create the group nor leave it out).
+Which launches can be rewritten is decided on CPython's tree (detect/launch_site.py,
+with the templates): this module only builds the launch the detector allowed.
 """
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from xla2tpu import templates
+from xla2tpu.detect import launch_site
 from xla2tpu.resolve import dotted_name
 from xla2tpu.transforms import CallSite, Rewrite, transform
 from xla2tpu.transforms.forms import fresh_name, render_expression, render_statements, tuple_items
 
-_WORKER = '''
-def {worker}(local_rank, fn, nprocs, *args):
-    # A process of the TorchTPU launch that replaced xmp.spawn:
-    # torchrun's variables go in the environment before the device
-    # is touched or the "tpu" process group created.
-    node_rank = int(os.environ.get("NODE_RANK", 0))
-    os.environ.update(
-        RANK=str(node_rank * nprocs + local_rank),
-        LOCAL_RANK=str(local_rank),
-        LOCAL_WORLD_SIZE=str(nprocs),
-        WORLD_SIZE=str(int(os.environ.get("NNODES", 1)) * nprocs),
-    )
-    os.environ.setdefault("MASTER_ADDR", "localhost")
-    os.environ.setdefault("MASTER_PORT", "29500")
-    torch.distributed.init_process_group("tpu")
-    try:
-        fn(torch.distributed.get_rank(), *args)
-    finally:
-        torch.distributed.destroy_process_group()
-'''
 
-_LAUNCHES = re.compile(r"\b(?:spawn|launch|run_multiprocess)\(")
-
-
-@transform("tpu-launch")
+@transform(launch_site.TEMPLATE)
 def tpu_launch(site: CallSite) -> Rewrite | None:
-    fn = site.args.get("fn")
-    if not isinstance(site.statement, cst.Expr) or not isinstance(fn, cst.Name) or site.scope.parent is not None:
-        return None
-    if re.search(rf"^(?:async\s+)?def\s+{re.escape(fn.value)}\s*\(", site.source, re.M) is None:
-        return None  # not a module-level function: spawn could not pickle it
-    if len(_LAUNCHES.findall(site.source)) != 1:
-        return None  # one worker function per file, one launch to hand it to
-    if "init_process_group(" in site.source:
-        return None  # the program makes its own group, maybe only under a flag: by hand
     args = site.args.get("args")
     items = [] if args is None else tuple_items(args)
-    if items is None:
-        return None
+    if not isinstance(site.statement, cst.Expr) or items is None:
+        return None  # not the site the detector decided (launch_site.launchable)
+    fn = site.args["fn"]
     worker = cst.Name(fresh_name(site, "_tpu_worker"))
     count = cst.Name(fresh_name(site, "tpu_processes"))
     imports: set[str] = set()
     # xmp.spawn ran fn in this process for nprocs=1 (XLA601's own case for a literal 1) and
     # on every chip for any other value: a variable that may be 1 keeps that choice.
-    every_chip = render_expression(site, "torch.accelerator.device_count()", imports)
+    every_chip = render_expression(site, launch_site.EVERY_CHIP, imports)
     nprocs = site.args.get("nprocs")
-    if nprocs is not None and isinstance(nprocs, (cst.Name, cst.Attribute)) and dotted_name(nprocs) != "None":
+    if isinstance(nprocs, (cst.Name, cst.Attribute)) and dotted_name(nprocs) != "None":
         test = cst.Comparison(nprocs, [cst.ComparisonTarget(cst.Equal(), cst.Integer("1"))])
         nprocs = cst.IfExp(test=test, body=cst.Integer("1"), orelse=every_chip)
     else:
         nprocs = every_chip
     rewrite = render_statements(
         site,
-        [
-            "{count} = {nprocs}\n",
-            "torch.tpu.distributed.set_tpu_launch_env(nproc_per_node={count})\n",
-            "torch.multiprocessing.spawn({worker}, args={launch_args}, nprocs={count})\n",
-        ],
+        list(launch_site.LINES),
         {"count": count, "worker": worker, "nprocs": nprocs,
          "launch_args": cst.Tuple([cst.Element(e) for e in (fn, count, *items)])},
     )
-    rendered = templates.render(_WORKER.strip() + "\n", {"worker": worker}, {}, site.spell, statement=True)
+    rendered = templates.render(launch_site.WORKER, {"worker": worker}, {}, site.spell, statement=True)
     rewrite.imports |= imports | rendered.imports
     definition = rendered.node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])  # type: ignore[union-attr]
     top = site.parents[1]  # the module-level statement holding the launch: the worker goes above it
