@@ -100,6 +100,11 @@ _LAUNCH = (b"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed
     (_LAUNCH % b"xmp.spawn(lambda i: _mp_fn(i, flags), args=())", False),
     (_LAUNCH % b"dist.init_process_group('gloo'); xmp.spawn(_mp_fn, args=(flags,))", False),
     (_LAUNCH % b"xmp.spawn(_mp_fn, args=[*flags])", False),
+    # A rate tracker becomes the class written into the module, its arguments kept, unless
+    # the module's `time` is something else.
+    (b"import torch_xla.core.xla_model as xm\nimport torch_xla.debug.metrics as met\n"
+     b"tracker = xm.RateTracker(met)\nprint(tracker.rate())\n", False),
+    (b"from datetime import time\nimport torch_xla.core.xla_model as xm\ntracker = xm.RateTracker()\n", False),
     # A deletion in a `try:` changes what guards the imports there.
     (b"try:\n    import torch_xla.core.xla_model as xm\n    xm.mark_step()\nexcept ImportError:\n    xm = None\n", True),
     # The branches may become the same: one of them replaces the `if`.

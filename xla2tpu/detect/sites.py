@@ -24,7 +24,7 @@ from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, message_of
 from xla2tpu.ast_blocks import Group, blocks, first_line, lazy_imports
-from xla2tpu.detect import ast_earlier, ast_patterns, launch_site
+from xla2tpu.detect import ast_earlier, ast_patterns, launch_site, rate_tracker_site
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
@@ -369,6 +369,8 @@ class Detector:
         only building it tells."""
         if case.template == "call-closure":
             return True  # its case holds when the closure is there: it is called in place
+        if case.template == rate_tracker_site.TEMPLATE:
+            return rate_tracker_site.clock(self.scopes.module) is not None
         if case.template == launch_site.TEMPLATE:
             return launch_site.launchable(args, self._whole_line(), self.scope.parent is None, self.source)
         if case.template == "drop-printed-report":

@@ -16,48 +16,9 @@ import re
 
 import libcst as cst
 
+from xla2tpu.detect import rate_tracker_site
 from xla2tpu.transforms import DELETE, CallSite, Rewrite, transform
 from xla2tpu.printers import prints
-
-# The explanation is a comment, not a docstring paragraph: comments take the module's
-# indentation (two spaces in many torch_xla examples), a docstring's lines would not.
-_RATE_TRACKER = '''\
-class {name}:
-    """Samples per second, as torch_xla's `xm.RateTracker` computed them."""
-
-    # rate(): the rate since the previous rate() call, smoothed with the previous one
-    # (smooth_factor of the old, the rest of the new); global_rate(): every sample
-    # counted over the time since the tracker was created.
-    def __init__(self, smooth_factor=None):
-        self._smooth_factor = 0.4 if smooth_factor is None else smooth_factor
-        self._start_time = {clock}()
-        self._partial_time = self._start_time
-        self._partial_count = 0.0
-        self._partial_rate = None
-        self._count = 0.0
-
-    def add(self, count):
-        self._count += count
-
-    def rate(self):
-        now = {clock}()
-        delta = now - self._partial_time
-        report_rate = 0.0
-        if delta > 0:
-            report_rate = self._count / delta
-            if self._partial_rate is not None:
-                report_rate = (1 - self._smooth_factor) * report_rate + self._smooth_factor * self._partial_rate
-            self._partial_count += self._count
-            self._count = 0.0
-            self._partial_time = now
-            self._partial_rate = report_rate
-        return report_rate
-
-    def global_rate(self):
-        delta = {clock}() - self._start_time
-        count = self._partial_count + self._count
-        return count / delta if delta > 0 else 0.0
-'''
 
 
 def _tracker_name(source: str) -> str:
@@ -67,20 +28,6 @@ def _tracker_name(source: str) -> str:
         n += 1
         candidate = f"RateTracker{n}"
     return candidate
-
-
-def _clock(site: CallSite) -> tuple[str, set[str]] | None:
-    """How the module spells `time.perf_counter` at its top level, and the import it needs.
-
-    None when the module binds `time` to something else (`from time import time`): the
-    class would then call the wrong thing.
-    """
-    bound = site.scope.module.bindings.get("time")
-    if bound is None:
-        return "time.perf_counter", {"time"}
-    if bound == {"time"}:
-        return "time.perf_counter", set()
-    return None
 
 
 def _insert_after_imports(module: cst.CSTNode, definition: cst.ClassDef) -> cst.CSTNode:
@@ -120,14 +67,14 @@ def _is_preamble(statement: cst.BaseStatement, index: int) -> bool:
     return index == 0 and len(small) == 1 and isinstance(small[0], cst.Expr) and isinstance(small[0].value, cst.SimpleString)
 
 
-@transform("rate-tracker")
+@transform(rate_tracker_site.TEMPLATE)
 def rate_tracker(site: CallSite) -> Rewrite | None:
-    clock = _clock(site)
+    clock = rate_tracker_site.clock(site.scope.module)
     if clock is None:
-        return None
+        return None  # not the site the detector decided
     spelling, imports = clock
     name = _tracker_name(site.source)
-    definition = cst.parse_statement(_RATE_TRACKER.format(name=name, clock=spelling))
+    definition = cst.parse_statement(rate_tracker_site.CLASS.format(name=name, clock=spelling))
     assert isinstance(definition, cst.ClassDef)
     expression = site.call.with_changes(func=cst.Name(name))
 
