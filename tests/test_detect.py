@@ -105,6 +105,12 @@ _LAUNCH = (b"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed
     (b"import torch_xla.core.xla_model as xm\nimport torch_xla.debug.metrics as met\n"
      b"tracker = xm.RateTracker(met)\nprint(tracker.rate())\n", False),
     (b"from datetime import time\nimport torch_xla.core.xla_model as xm\ntracker = xm.RateTracker()\n", False),
+    # torch_xla's environment helpers spelled with `os`, reading the arguments they keep;
+    # not where `os` is a local name (the rewriter refuses them: a manual finding).
+    (b"import torch_xla.utils.utils as xu\nx = xu.getenv_as('A', int, 3)\ny = xu.check_env_flag(name, '0')\n", False),
+    (b"import torch_xla.utils.utils as xu\nx = xu.getenv_as(xu, bool)\n", False),
+    (b"import torch_xla.utils.utils as xu\ndef f(os):\n    return xu.getenv_as('A', int), xu.check_env_flag('B')\n", False),
+    (b"import torch_xla.utils.utils as xu\nx = xu.getenv_as('A' 'B', int)\n", False),
     # A deletion in a `try:` changes what guards the imports there.
     (b"try:\n    import torch_xla.core.xla_model as xm\n    xm.mark_step()\nexcept ImportError:\n    xm = None\n", True),
     # The branches may become the same: one of them replaces the `if`.

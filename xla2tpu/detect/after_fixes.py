@@ -26,7 +26,7 @@ from collections.abc import Collection, Sequence
 from xla2tpu import template_text
 from xla2tpu.ast_blocks import first_line
 from xla2tpu.conditions import message_of
-from xla2tpu.detect import launch_site, rate_tracker_site
+from xla2tpu.detect import env_access_site, launch_site, rate_tracker_site
 from xla2tpu.detect.imports import ImportSite, decide
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.positions import Positions
@@ -104,6 +104,12 @@ class Leftovers:
             self._region(site.scope, site.node, [site.args[p] for p in ("closure", "args") if site.args and p in site.args])
         elif site.decided and site.case.template == "drop-printed-report":  # the printing statement goes
             self._delete(site.parents[-3], site.parents[:-3], site.scope)  # type: ignore[arg-type]
+        elif site.decided and site.case.template in env_access_site.TEMPLATES:
+            # The call becomes an expression of `os` that reads the arguments it names.
+            assert site.args is not None
+            templates = env_access_site.TEMPLATES[site.case.template]
+            self._written(frozenset().union(*map(template_text.identifiers, templates)))
+            self._region(site.scope, site.node, [site.args[p] for p in ("name", "type", "defval", "default") if p in site.args])
         elif site.decided and site.case.template == rate_tracker_site.TEMPLATE:
             # The callee becomes the class written into the module; the arguments stay.
             assert isinstance(site.node, ast.Call)

@@ -24,7 +24,7 @@ from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, message_of
 from xla2tpu.ast_blocks import Group, blocks, first_line, lazy_imports
-from xla2tpu.detect import ast_earlier, ast_patterns, launch_site, rate_tracker_site
+from xla2tpu.detect import ast_earlier, ast_patterns, env_access_site, launch_site, rate_tracker_site
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
@@ -346,22 +346,25 @@ class Detector:
         transform = case.action == "transform"
         structural = transform or (case.action == "replace" and template_text.is_statement(case.template))
         decided = False
+        note = ""
         if transform:
             fixable = case.fixable and site.args is not None
             decision = self._transform_decision(case, node, site.args) if fixable else None
             if decision is not None:
                 fixable, decided = decision, True
+                if fixable:  # the rewriter refuses it when a name it spells does not reach its module
+                    note = self._spell_note(_transform_names(case.template))
         else:  # a statement template replaces the call's line, when the call is all of it
             fixable = case.fixable and _can_fix(case, site) and (not structural or self._whole_line())
-        note = ""
         if fixable and case.action == "replace":
             note = self._spell_note(template_text.spelled_names(case.template))
         found = self._add("call", rule, case, node, fixable, note, qualname, structural, key=dotted_name(node.func) or "")
         found.decided = decided
         found.inner = (start, len(self.found) - 1)
         found.args, found.star_args = site.args, site.star_args
-        # A transform that may be made is decided when it is built (rewriter.py).
-        found.keeps_arguments = not (transform and fixable) and (not fixable or bool(note) or case.fix is FixClass.MANUAL)
+        # A transform that may be made is decided when it is built (rewriter.py); one the
+        # rewriter refuses keeps its arguments.
+        found.keeps_arguments = bool(note) or not (transform and fixable) and (not fixable or case.fix is FixClass.MANUAL)
 
     def _transform_decision(self, case: Case, node: ast.Call, args: Mapping[str, ast.AST]) -> bool | None:
         """Whether the transform's fix can be made at the call being left, for the transforms
@@ -369,6 +372,8 @@ class Detector:
         only building it tells."""
         if case.template == "call-closure":
             return True  # its case holds when the closure is there: it is called in place
+        if case.template in env_access_site.TEMPLATES:
+            return env_access_site.makeable(case.template, args, self.positions.line_texts)
         if case.template == rate_tracker_site.TEMPLATE:
             return rate_tracker_site.clock(self.scopes.module) is not None
         if case.template == launch_site.TEMPLATE:
@@ -607,6 +612,17 @@ class Detector:
             slot for slot, node in slots.items()
             if known_tensor_ast(node, lambda n: resolve(scope, n), self.tensor_names)
         )
+
+
+# The templates of the transforms decided on the ast that spell names (launch_site's are at
+# module level, where every name reaches its module, and are listed all the same).
+_TRANSFORM_TEMPLATES = {**env_access_site.TEMPLATES, launch_site.TEMPLATE: launch_site.TEMPLATES}
+
+
+@functools.cache
+def _transform_names(template: str) -> tuple[str, ...]:
+    """The qualified names the transform named `template` spells, in the order it spells them."""
+    return tuple(name for text in _TRANSFORM_TEMPLATES.get(template, ()) for name in template_text.spelled_names(text))
 
 
 def lint_reads(rule: Rule, target: str, text: str) -> bool:

@@ -35,10 +35,18 @@ def literal_text(node: ast.AST, source_lines: Sequence[str]) -> str | None:
     return node.value
 
 
+def simple_string(node: ast.AST, source_lines: Sequence[str]) -> bool:
+    """Whether `node` is one string or bytes literal as written (LibCST's SimpleString): not
+    an f-string, not several literals CPython's tree joins."""
+    return isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and not _concatenated(node, source_lines)
+
+
 def _concatenated(node: ast.Constant, source_lines: Sequence[str]) -> bool:
     """Whether the literal is written as several strings (CPython's tree joins them)."""
-    line = source_lines[node.lineno - 1].encode()
-    text = line[node.col_offset:node.end_col_offset].decode(errors="replace")
+    rows = [row.encode() for row in source_lines[node.lineno - 1:node.end_lineno]]
+    rows[-1] = rows[-1][:node.end_col_offset]
+    rows[0] = rows[0][node.col_offset:]
+    text = "\n".join(row.decode(errors="replace") for row in rows)
     if text[-1:] not in ("'", '"') or text.count(text[-1]) <= 2 and not text.endswith(text[-1] * 3):
         return False  # one pair of quotes: one literal
     try:
