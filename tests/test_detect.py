@@ -71,6 +71,10 @@ _LAUNCH = (b"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed
            b"if __name__ == '__main__':\n    %s\n")
 
 
+_COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.distributed.init_process_group('tpu')\n\n\n"
+               b"def f(a, b, s, model):\n    %s\n    return y\n")
+
+
 @pytest.mark.parametrize("source, parsed", [
     # The `if` goes with its test, and the finding for a human in it is resolved.
     (b"import torch_xla.core.xla_model as xm\nif len(xm.get_xla_supported_devices()) > 1:\n    xm.mark_step()\nprint(1)\n",
@@ -111,6 +115,26 @@ _LAUNCH = (b"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed
     (b"import torch_xla.utils.utils as xu\nx = xu.getenv_as(xu, bool)\n", False),
     (b"import torch_xla.utils.utils as xu\ndef f(os):\n    return xu.getenv_as('A', int), xu.check_env_flag('B')\n", False),
     (b"import torch_xla.utils.utils as xu\nx = xu.getenv_as('A' 'B', int)\n", False),
+    # torch_xla's collectives as torch.distributed code, each decided on the ast: a list
+    # all-reduce as a loop, a tensor one as an expression (not when its result is dropped),
+    # the data-exchange helpers as statements; not where `torch` is a local name.
+    *((_COLLECTIVE % body, False) for body in (
+        b"xm.all_reduce(xm.REDUCE_SUM, [a, b], scale=s)",
+        b"y = xm.all_reduce('max', a, scale=1.0)",
+        b"xm.all_reduce('sum', a)",
+        b"xm.all_reduce(op, [a])",
+        b"y = xm.reduce_scatter(xm.REDUCE_SUM, a, 0.5, 0, 8)",
+        b"y = xm.mesh_reduce('tag', a, sum)",
+        b"y = xm.rendezvous('tag', a)",
+        b"xm.broadcast_master_param(model)",
+        b"xm.collective_broadcast([a])",
+        b"xm.optimizer_step(model)",
+        b"torch = 1; y = xm.all_reduce('sum', a)",
+        b"y = xm.mesh_reduce('tag', xm, sum)",  # what it keeps stays read: the import stays
+        b"y = {}\n    y[xm] = xm.rendezvous('tag', a)",  # and the target it writes again
+    )),
+    (b"import torch_xla.distributed.xla_multiprocessing as xmp\ndef f(i, a):\n    pass\nxmp.spawn(f, args=(1,), nprocs=1)\n",
+     False),
     # A deletion in a `try:` changes what guards the imports there.
     (b"try:\n    import torch_xla.core.xla_model as xm\n    xm.mark_step()\nexcept ImportError:\n    xm = None\n", True),
     # The branches may become the same: one of them replaces the `if`.

@@ -104,6 +104,17 @@ class Leftovers:
             self._region(site.scope, site.node, [site.args[p] for p in ("closure", "args") if site.args and p in site.args])
         elif site.decided and site.case.template == "drop-printed-report":  # the printing statement goes
             self._delete(site.parents[-3], site.parents[:-3], site.scope)  # type: ignore[arg-type]
+        elif site.decided and site.made is not None:  # a collective (collective_sites.made)
+            made = site.made
+            self._written(frozenset().union(frozenset(), *map(template_text.identifiers, made.texts)))
+            kept = [*_kept(site, made.texts), *(site.args[p] for p in made.kept if site.args and p in site.args)]
+            if made.statement:  # the call's line goes; an assignment's target is written again
+                statement = site.parents[-2]
+                kept += statement.targets if isinstance(statement, ast.Assign) else []
+                self._wild.add(id(statement))
+                self._region(site.scope, statement, kept)
+            else:
+                self._region(site.scope, site.node, kept)
         elif site.decided and site.case.template in env_access_site.TEMPLATES:
             # The call becomes an expression of `os` that reads the arguments it names.
             assert site.args is not None
@@ -267,16 +278,17 @@ class Leftovers:
                 raise _CannotTell
 
 
-def _kept(site: Found) -> list[ast.AST]:
-    """The nodes a call's or an expression's template puts back as written."""
+def _kept(site: Found, templates: Sequence[str] | None = None) -> list[ast.AST]:
+    """The nodes a call's or an expression's template (or `templates`) puts back as written."""
     if site.args is None:
         raise _CannotTell
     kept: list[ast.AST] = []
-    for slot in template_text.placeholders(site.case.template):
-        if slot.star:
-            kept.extend(site.star_args.get(slot.param, ()))
-        elif slot.param in site.args:
-            kept.append(site.args[slot.param])
+    for template in (site.case.template,) if templates is None else templates:
+        for slot in template_text.placeholders(template):
+            if slot.star:
+                kept.extend(site.star_args.get(slot.param, ()))
+            elif slot.param in site.args:
+                kept.append(site.args[slot.param])
     return kept
 
 

@@ -24,9 +24,9 @@ from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, message_of
 from xla2tpu.ast_blocks import Group, blocks, first_line, lazy_imports
-from xla2tpu.detect import ast_earlier, ast_patterns, env_access_site, launch_site, rate_tracker_site
+from xla2tpu.detect import ast_earlier, ast_patterns, collective_sites, env_access_site, launch_site, rate_tracker_site
 from xla2tpu.detect.names import dotted_name
-from xla2tpu.detect.order import children
+from xla2tpu.detect.order import arguments, children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
 from xla2tpu.detect.positions import Positions
 from xla2tpu.lints import LINTS
@@ -81,6 +81,7 @@ class Found:
     key: str = ""  # what the node spells: a reference's dotted name, a call's callee, a string's text
     form: str = ""  # an expression site's pattern
     decided: bool = False  # a transform whose fix the ast decided (`Detector._transform_decision`)
+    made: collective_sites.Made | None = field(default=None, compare=False, repr=False)  # what a collective's writes
     # What the fix leaves of the code around it is judged from these (detect/after_fixes.py):
     # the scope the site reads in, the nodes from the module down to it, and what its
     # template's placeholders bind (a call's parameters, an expression pattern's slots).
@@ -134,6 +135,7 @@ class Detector:
         self._inner_start: dict[int, int] = {}  # call-rule calls -> the first finding in their arguments
         self._at: dict[int, Found] = {}  # node -> its site
         self._reads_definition: Callable[[ast.AST], bool] | None = None
+        self._made: collective_sites.Made | None = None  # what the collective being decided writes
 
     # ------------------------------------------------------------------ walking
     def run(self, statements: Sequence[tuple[str, Group]], holds: Callable[[str], bool] | None = None,
@@ -351,34 +353,42 @@ class Detector:
             fixable = case.fixable and site.args is not None
             decision = self._transform_decision(case, node, site.args) if fixable else None
             if decision is not None:
-                fixable, decided = decision, True
+                fixable, decided = decision[0], True
                 if fixable:  # the rewriter refuses it when a name it spells does not reach its module
-                    note = self._spell_note(_transform_names(case.template))
+                    note = self._spell_note([name for text in decision[1] for name in template_text.spelled_names(text)])
         else:  # a statement template replaces the call's line, when the call is all of it
             fixable = case.fixable and _can_fix(case, site) and (not structural or self._whole_line())
         if fixable and case.action == "replace":
             note = self._spell_note(template_text.spelled_names(case.template))
         found = self._add("call", rule, case, node, fixable, note, qualname, structural, key=dotted_name(node.func) or "")
-        found.decided = decided
+        found.decided, found.made = decided, self._made
+        self._made = None
         found.inner = (start, len(self.found) - 1)
         found.args, found.star_args = site.args, site.star_args
         # A transform that may be made is decided when it is built (rewriter.py); one the
         # rewriter refuses keeps its arguments.
         found.keeps_arguments = bool(note) or not (transform and fixable) and (not fixable or case.fix is FixClass.MANUAL)
 
-    def _transform_decision(self, case: Case, node: ast.Call, args: Mapping[str, ast.AST]) -> bool | None:
-        """Whether the transform's fix can be made at the call being left, for the transforms
-        whose answer the code around the call gives (rewriter.py builds them alike); None:
-        only building it tells."""
-        if case.template == "call-closure":
-            return True  # its case holds when the closure is there: it is called in place
-        if case.template in env_access_site.TEMPLATES:
-            return env_access_site.makeable(case.template, args, self.positions.line_texts)
-        if case.template == rate_tracker_site.TEMPLATE:
-            return rate_tracker_site.clock(self.scopes.module) is not None
-        if case.template == launch_site.TEMPLATE:
-            return launch_site.launchable(args, self._whole_line(), self.scope.parent is None, self.source)
-        if case.template == "drop-printed-report":
+    def _transform_decision(self, case: Case, node: ast.Call,
+                            args: Mapping[str, ast.AST]) -> tuple[bool, tuple[str, ...]] | None:
+        """Whether the transform's fix can be made at the call being left, and the templates
+        whose names it spells there, for the transforms whose answer the code around the
+        call gives (rewriter.py builds them alike); None: only building it tells."""
+        template = case.template
+        if template == "call-closure":
+            return True, ()  # its case holds when the closure is there: it is called in place
+        if template in collective_sites.TEMPLATES:
+            call = collective_sites.Call(args, _reduction(node), lambda n: resolve(self.scope, n), self._whole_line(),
+                                         self._assigned_line(node))
+            made = self._made = collective_sites.made(template, call)
+            return (False, ()) if made is None else (True, made.texts)
+        if template in env_access_site.TEMPLATES:
+            return env_access_site.makeable(template, args, self.positions.line_texts), env_access_site.TEMPLATES[template]
+        if template == rate_tracker_site.TEMPLATE:  # its class spells `time` as it is, at module level
+            return rate_tracker_site.clock(self.scopes.module) is not None, ()
+        if template == launch_site.TEMPLATE:
+            return launch_site.launchable(args, self._whole_line(), self.scope.parent is None, self.source), launch_site.TEMPLATES
+        if template == "drop-printed-report":
             # The report is the one positional argument of a printing call that is a line of
             # its own (transforms/helpers.drop_printed_report).
             printer = self._parent(2)
@@ -389,15 +399,15 @@ class Detector:
                 and printer.args == [node]
                 and all(keyword.arg is not None for keyword in printer.keywords)
                 and self._whole_line(depth=3)
-            )
+            ), ()
         return None
 
-    def _whole_line(self, depth: int = 2) -> bool:
+    def _whole_line(self, depth: int = 2, kind: type[ast.stmt] = ast.Expr) -> bool:
         """Whether the node `depth` - 1 levels above the one being left (the call itself
-        by default) is a statement alone on its lines (for LibCST, a line of one small
-        statement): what a statement template replaces."""
+        by default) is a statement (of `kind`) alone on its lines (for LibCST, a line of one
+        small statement): what a statement template replaces."""
         statement, owner = self._parent(depth), self._parent(depth + 1)
-        if not isinstance(statement, ast.Expr) or owner is None:
+        if not isinstance(statement, kind) or owner is None:
             return False
         if self.positions.line_texts[statement.lineno - 1][:statement.col_offset].strip():
             return False  # `a; call()`, `if a: call()`
@@ -406,6 +416,12 @@ class Detector:
                 if sibling is statement:
                     return i + 1 == len(block) or block[i + 1].lineno > (statement.end_lineno or statement.lineno)
         return False
+
+    def _assigned_line(self, node: ast.Call) -> bool:
+        """Whether the call being left is the value of a line `target = <call>` of its own."""
+        statement = self._parent(2)
+        return (isinstance(statement, ast.Assign) and statement.value is node and len(statement.targets) == 1
+                and self._whole_line(kind=ast.Assign))
 
     def _call_site(self, rule: Rule, qualname: str, node: ast.Call) -> Site:
         binding = bind(rule.params, call_arguments(node))
@@ -614,15 +630,19 @@ class Detector:
         )
 
 
-# The templates of the transforms decided on the ast that spell names (launch_site's are at
-# module level, where every name reaches its module, and are listed all the same).
-_TRANSFORM_TEMPLATES = {**env_access_site.TEMPLATES, launch_site.TEMPLATE: launch_site.TEMPLATES}
-
-
-@functools.cache
-def _transform_names(template: str) -> tuple[str, ...]:
-    """The qualified names the transform named `template` spells, in the order it spells them."""
-    return tuple(name for text in _TRANSFORM_TEMPLATES.get(template, ()) for name in template_text.spelled_names(text))
+def _reduction(call: ast.Call) -> ast.AST | None:
+    """The argument that names a collective's reduction: the first in source order when it
+    is not a keyword, else the `reduce_type` keyword (collectives._reduce_op on LibCST's)."""
+    for position, argument in enumerate(arguments(call)):
+        if isinstance(argument, ast.keyword) and argument.arg is None:  # `**options`
+            if position == 0:
+                return argument.value
+        elif isinstance(argument, ast.keyword):
+            if argument.arg == "reduce_type":
+                return argument.value
+        elif position == 0:
+            return argument.value if isinstance(argument, ast.Starred) else argument
+    return None
 
 
 def lint_reads(rule: Rule, target: str, text: str) -> bool:

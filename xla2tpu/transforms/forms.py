@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import libcst as cst
 
 from xla2tpu import templates
+from xla2tpu.detect import collective_sites
 from xla2tpu.transforms import CallSite, Rewrite, transform
 
 
@@ -109,13 +110,17 @@ def statement_form(name: str, lines: list[str], fresh: tuple[str, ...] = ()) -> 
 
     `fresh` names the placeholders of loop variables the replacement introduces
     (`fresh_names`). A call whose value is used is left to the rule's manual message (the
-    transform returns None).
+    detector decides: collective_sites.made).
     """
 
     def rewrite(site: CallSite) -> Rewrite | None:
         if not isinstance(site.statement, cst.Expr):
-            return None
+            return None  # not the site the detector decided
         written, names = fresh_names(site, lines, fresh)
         return render_statements(site, written, names)
 
     transform(name)(rewrite)
+
+
+for _name, (_lines, _fresh) in collective_sites.STATEMENT_FORMS.items():
+    statement_form(_name, list(_lines), _fresh)
