@@ -573,3 +573,21 @@ def test_documented_differences_around() -> None:
     node, ancestors = suite.ast_calls[(1, 6, 1, 9)]
     assert ast_earlier.call_next(ancestors, suite.lines) == []
     assert [suite.segment(c) for c in ast_earlier.call_next(ancestors)] == ["b()"]
+
+
+def test_child_nodes_are_cpythons_children_without_contexts_and_operators() -> None:
+    """order.child_nodes reads each node kind's fields by what they hold: checked against
+    ast's own iteration over the standard library's modules and every kind of pattern."""
+    from xla2tpu.detect import order
+
+    def expected(node: ast.AST) -> list[ast.AST]:
+        return [child for name, value in ast.iter_fields(node) if name not in order._NOT_WALKED
+                for child in (value if isinstance(value, list) else [value]) if isinstance(child, ast.AST)]
+
+    sources = [path.read_bytes() for path in sorted(Path(ast.__file__).parent.glob("*.py"))[:120]]
+    sources.append(b"match x:\n    case None: pass\n    case P(1, y=[a, *rest]) | {'a': 1, **kw}: pass\n"
+                   b"    case str() as s if {**d, 'k': v}: pass\n"
+                   b"def f(a, /, b=1, *c, d, e=2, **f): global g; nonlocal h\n")
+    for source in sources:
+        for node in ast.walk(ast.parse(source)):
+            assert order.child_nodes(node) == expected(node), type(node).__name__

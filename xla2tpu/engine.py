@@ -98,8 +98,13 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     # those that may use or bind what a rule looks for are read further (as LibCST parses them).
     statements = [(positions.lines(group.first, group.last), group) for group in groups_of(tree.body)]
 
+    definitions: dict[int, bool] = {}  # Scopes and the detector ask alike: one answer each
+
     def read(definition: ast.AST) -> bool:  # one inside them: a method, a nested function
-        return plan.reads_definition(positions.lines(first_line(definition), definition.end_lineno))  # type: ignore[arg-type,attr-defined]
+        if id(definition) not in definitions:
+            text = positions.lines(first_line(definition), definition.end_lineno)  # type: ignore[arg-type,attr-defined]
+            definitions[id(definition)] = plan.reads_definition(text)
+        return definitions[id(definition)]
 
     scopes = Scopes(tree, canonical, [node for text, group in statements if plan.keeps(text, group) for node in group.nodes],
                     read)

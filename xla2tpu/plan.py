@@ -126,6 +126,7 @@ class Plan:
                         interesting.add(bound)
         self.watched = frozenset(watched)
         self._reads = _compiled(f"{words(interesting)}|{strings}")
+        self._matched: dict[str, bool] = {}
 
     @functools.cached_property
     def _binds(self) -> re.Pattern[str]:
@@ -135,8 +136,12 @@ class Plan:
         return _compiled(rf"(?:def|class)\s+{names}|{names}(?!\s*[.(\[])")
 
     def matches(self, text: str) -> bool:
-        """Whether `text` shows a token, an interesting name or a matched string."""
-        return holds_token(text) or self._reads.search(text) is not None
+        """Whether `text` shows a token, an interesting name or a matched string (asked of a
+        statement by each pass that reads it: answered once)."""
+        found = self._matched.get(text)
+        if found is None:
+            found = self._matched[text] = holds_token(text) or self._reads.search(text) is not None
+        return found
 
     def reads_definition(self, text: str) -> bool:
         """Whether a definition inside a top-level statement, whose text is `text`, must be

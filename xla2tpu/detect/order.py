@@ -16,19 +16,43 @@ from collections.abc import Iterator
 _NOT_WALKED = frozenset({"ctx", "op", "ops"})
 
 
+# Fields that never hold a node (names, numbers), and list fields that hold more than nodes
+# (names; `None` for `**x` in a dict, a keyword-only argument without a default): the walks
+# read the rest without testing each item, the hottest loop here.
+_SCALARS = frozenset({"id", "attr", "arg", "name", "module", "level", "asname", "kind", "type_comment", "conversion",
+                      "is_async", "simple", "rest", "lineno", "tag"})
+_MIXED = frozenset({(ast.Dict, "keys"), (ast.Global, "names"), (ast.Nonlocal, "names"), (ast.arguments, "kw_defaults"),
+                    *(((ast.MatchClass, "kwd_attrs"),) if hasattr(ast, "MatchClass") else ())})
+# Every field of CPython's tree that holds a list (of nodes, but for _MIXED's).
+_LIST_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "targets", "decorator_list", "bases", "keywords",
+                          "args", "posonlyargs", "kwonlyargs", "defaults", "kw_defaults", "names", "items", "values",
+                          "elts", "keys", "comparators", "generators", "ifs", "cases", "patterns", "kwd_patterns",
+                          "kwd_attrs", "type_params", "type_ignores"})
+
+
 @functools.cache
-def _fields(kind: type) -> tuple[str, ...]:
-    return tuple(name for name in kind._fields if name not in _NOT_WALKED)
+def _fields(kind: type) -> tuple[tuple[str, int], ...]:
+    """The fields of `kind` that may hold nodes: (name, 0) a node or None, (name, 1) a list of
+    nodes, (name, 2) a list of nodes and other things."""
+    if kind is ast.Constant:
+        return ()
+    return tuple((name, 2 if (kind, name) in _MIXED else 1 if name in _LIST_FIELDS else 0)
+                 for name in kind._fields if name not in _NOT_WALKED and name not in _SCALARS)
 
 
 def child_nodes(node: ast.AST) -> list[ast.AST]:
     """`ast.iter_child_nodes(node)` without contexts and operators, as a list."""
     found: list[ast.AST] = []
-    for name in _fields(type(node)):
+    for name, shape in _fields(type(node)):
         value = getattr(node, name, None)
-        if isinstance(value, list):
+        if shape == 1:
+            if value.__class__ is list:
+                found += value
+            elif value is not None:
+                found.append(value)  # `args` of a Call is a list, of a Lambda a node
+        elif shape == 2:
             found.extend(item for item in value if isinstance(item, ast.AST))
-        elif isinstance(value, ast.AST):
+        elif isinstance(value, ast.AST):  # not None, nor a MatchSingleton's value
             found.append(value)
     return found
 
