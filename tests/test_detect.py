@@ -135,6 +135,18 @@ _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.dist
     )),
     (b"import torch_xla.distributed.xla_multiprocessing as xmp\ndef f(i, a):\n    pass\nxmp.spawn(f, args=(1,), nprocs=1)\n",
      False),
+    # torch_xla's structured loops as Python loops (assignments of the shape each needs),
+    # `with torch_xla.step():` unwrapped (not `as x`), Optimum TPU's loader as Transformers'.
+    (b"from torch_xla.experimental.scan import scan\ncarry, ys = scan(f, init, xs)\nc = scan(f, init, xs)\n", False),
+    (b"from torch_xla.experimental.scan_layers import scan_layers\nout = scan_layers(layers, x)\n"
+     b"a, b = scan_layers(layers, x)\n", False),
+    (b"import torch_xla\nwith torch_xla.step():\n    f()\nwith open(p), torch_xla.step():\n    g()\n"
+     b"with torch_xla.step() as s:\n    h(s)\n", False),
+    (b"import optimum.tpu\nm = optimum.tpu.AutoModelForCausalLM.from_pretrained(i, optimum, 8, 128, x)\n", False),
+    (b"import optimum.tpu\nn = optimum.tpu.AutoModelForCausalLM.from_pretrained(i, device_map='auto')\n", False),
+    (b"import optimum.tpu\nm = optimum.tpu.AutoModelForCausalLM.from_pretrained(i, torch_dtype=optimum)\n", False),
+    # ... but where the fix spells a name the import binds, only making it tells.
+    (b"from optimum.tpu import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained(i, 't', 8, 128, x)\n", True),
     # A deletion in a `try:` changes what guards the imports there.
     (b"try:\n    import torch_xla.core.xla_model as xm\n    xm.mark_step()\nexcept ImportError:\n    xm = None\n", True),
     # The branches may become the same: one of them replaces the `if`.
@@ -175,3 +187,32 @@ def test_check_never_loads_libcst_where_the_ast_tells(tmp_path) -> None:
                           cwd=tmp_path, check=False)
     assert "XLA201" in done.stdout, done.stdout + done.stderr
     assert done.stdout.strip().splitlines()[-1] == "exit 1 False"
+
+
+@pytest.mark.parametrize("source, code, fixed", [
+    (b"from torch_xla.experimental.scan_layers import scan_layers\nout = scan_layers(layers, x)\n", "XLA949", True),
+    (b"from torch_xla.experimental.scan_layers import scan_layers\na, b = scan_layers(layers, x)\n", "XLA949", False),
+    (b"from torch_xla.experimental.scan import scan\ncarry, ys = scan(f, init, xs)\n", "XLA949", True),
+    (b"from torch_xla.experimental.scan import scan\nc = scan(f, init, xs)\n", "XLA949", False),
+    (b"import torch_xla\nwith torch_xla.step():\n    f()\n", "XLA203", True),
+    (b"import torch_xla\nwith torch_xla.step() as s:\n    f(s)\n", "XLA203", False),
+    (b"import torch_xla.core.xla_model as xm\ny = xm.all_reduce('sum', a)\n", "XLA640", True),
+    (b"import torch_xla.core.xla_model as xm\nxm.all_reduce('sum', a)\n", "XLA640", False),
+    (b"import torch_xla.core.xla_model as xm\ny = xm.all_reduce(op, a)\n", "XLA640", False),
+    (b"import torch_xla.core.xla_model as xm\nxm.all_reduce('sum', [a])\n", "XLA640", True),
+    (b"import torch_xla.core.xla_model as xm\ny = xm.mesh_reduce('t', a, sum)\n", "XLA616", True),
+    (b"import torch_xla.core.xla_model as xm\nxm.mesh_reduce('t', a, sum)\n", "XLA616", False),
+    (b"import torch_xla.utils.utils as xu\nx = xu.getenv_as('A', int)\n", "XLA813", True),
+    (b"import torch_xla.utils.utils as xu\ndef f(os):\n    return xu.getenv_as('A', int)\n", "XLA813", False),
+    (b"import torch_xla.core.xla_model as xm\nt = xm.RateTracker()\n", "XLA408", True),
+    (b"from datetime import time\nimport torch_xla.core.xla_model as xm\nt = xm.RateTracker()\n", "XLA408", False),
+    (_LAUNCH % b"xmp.spawn(_mp_fn, args=(flags,))", "XLA601", True),
+    (_LAUNCH % b"xmp.spawn(_mp_fn, args=[*flags])", "XLA601", False),
+    (_LAUNCH % b"print(xmp.spawn(_mp_fn, args=(flags,)))", "XLA601", False),
+])
+def test_a_transform_decided_on_the_ast_is_made_only_where_it_can_be(source: bytes, code: str, fixed: bool) -> None:
+    """The LibCST builders trust the detector's decision: what it refuses stays for a human,
+    in the code `fix` writes as in what `check` reports."""
+    result = engine.process_source("t.py", source, _MODES["unsafe"])
+    assert [d.fixed for d in result.diagnostics if d.code == code][:1] == [fixed], result.diagnostics
+    assert result.new_source is not None or not fixed

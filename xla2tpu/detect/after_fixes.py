@@ -26,7 +26,7 @@ from collections.abc import Collection, Sequence
 from xla2tpu import template_text
 from xla2tpu.ast_blocks import first_line
 from xla2tpu.conditions import message_of
-from xla2tpu.detect import env_access_site, launch_site, rate_tracker_site
+from xla2tpu.detect import call_shapes, env_access_site, launch_site, rate_tracker_site
 from xla2tpu.detect.imports import ImportSite, decide
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.positions import Positions
@@ -115,6 +115,8 @@ class Leftovers:
                 self._region(site.scope, statement, kept)
             else:
                 self._region(site.scope, site.node, kept)
+        elif site.decided and site.case.template in call_shapes.TEXTS:
+            self._call_shape(site)
         elif site.decided and site.case.template in env_access_site.TEMPLATES:
             # The call becomes an expression of `os` that reads the arguments it names.
             assert site.args is not None
@@ -135,6 +137,22 @@ class Leftovers:
             self._region(site.scope, site.parents[-2], launch_site.kept(site.args))
         else:
             raise _CannotTell
+
+    def _call_shape(self, site: Found) -> None:
+        """What the transforms call_shapes decides leave."""
+        assert site.scope is not None and site.args is not None and isinstance(site.node, ast.Call)
+        template = site.case.template
+        self._written(frozenset().union(frozenset(), *map(template_text.identifiers, call_shapes.TEXTS[template])))
+        if template == "with-unwrap":  # the item goes; its body stays as written
+            self._wild.add(id(site.parents[-3]))
+            self._region(site.scope, site.node)
+        elif template == "optimum-from-pretrained":  # optimum-tpu's own arguments go with the callee
+            self._region(site.scope, site.node, call_shapes.kept_arguments(site.node))
+        else:  # a scan's line becomes its loop: the targets and the arguments it names stay
+            statement = site.parents[-2]
+            assert isinstance(statement, ast.Assign)
+            self._wild.add(id(statement))
+            self._region(site.scope, statement, [*_kept(site, call_shapes.TEXTS[template]), *statement.targets])
 
     def _written(self, names: frozenset[str]) -> None:
         if names & self._names:

@@ -24,7 +24,7 @@ from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, message_of
 from xla2tpu.ast_blocks import Group, blocks, first_line, lazy_imports
-from xla2tpu.detect import ast_earlier, ast_patterns, collective_sites, env_access_site, launch_site, rate_tracker_site
+from xla2tpu.detect import ast_earlier, ast_patterns, call_shapes, collective_sites, env_access_site, launch_site, rate_tracker_site
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import arguments, children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
@@ -382,6 +382,10 @@ class Detector:
                                          self._assigned_line(node))
             made = self._made = collective_sites.made(template, call)
             return (False, ()) if made is None else (True, made.texts)
+        if template in call_shapes.TEXTS:
+            statement = self._parent(3) if template == "with-unwrap" else self._parent(2)
+            made = call_shapes.makeable(template, node, args, self._parent(2), statement, self._assigned_line(node))
+            return made, call_shapes.TEXTS[template]
         if template in env_access_site.TEMPLATES:
             return env_access_site.makeable(template, args, self.positions.line_texts), env_access_site.TEMPLATES[template]
         if template == rate_tracker_site.TEMPLATE:  # its class spells `time` as it is, at module level

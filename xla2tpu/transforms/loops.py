@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from xla2tpu.detect import call_shapes
 from xla2tpu.transforms import CallSite, Rewrite, transform
 from xla2tpu.transforms.forms import assigned_target, fresh_name, render_statements, tuple_items
-
-_PYTREE = "torch.utils._pytree"
 
 
 @transform("scan-loop")
@@ -30,22 +29,11 @@ def scan_loop(site: CallSite) -> Rewrite | None:
     """`carry, ys = scan(fn, init, xs)` only: both results named, so each gets its loop role."""
     target = assigned_target(site)
     names = tuple_items(target) if isinstance(target, (cst.Tuple, cst.List)) else None
-    if names is None or len(names) != 2 or not all(isinstance(n, cst.Name) for n in names):
-        return None
+    if names is None or len(names) != 2:
+        return None  # not the site the detector decided (call_shapes.makeable)
     carry, ys = names
     fresh = {base: cst.Name(fresh_name(site, base)) for base in ("parts", "index", "y")}
-    return render_statements(
-        site,
-        [
-            "{carry} = {init}\n",
-            "{parts} = []\n",
-            f"for {{index}} in range({_PYTREE}.tree_leaves({{xs}})[0].shape[0]):\n"
-            f"    {{carry}}, {{y}} = {{fn}}({{carry}}, {_PYTREE}.tree_map(lambda t: t[{{index}}], {{xs}}))\n"
-            "    {parts}.append({y})\n",
-            f"{{ys}} = {_PYTREE}.tree_map(lambda *leaves: torch.stack(leaves), *{{parts}})\n",
-        ],
-        {"carry": carry, "ys": ys, **fresh},
-    )
+    return render_statements(site, list(call_shapes.SCAN), {"carry": carry, "ys": ys, **fresh})
 
 
 @transform("scan-layers-loop")
@@ -53,11 +41,7 @@ def scan_layers_loop(site: CallSite) -> Rewrite | None:
     """`out = scan_layers(layers, x)`: each layer applied in turn. The rule binds scan's
     parameter names, so `layers` arrives as `fn` and the input as `init`."""
     target = assigned_target(site)
-    if not isinstance(target, cst.Name):
-        return None
+    if target is None:
+        return None  # not the site the detector decided (call_shapes.makeable)
     layer = cst.Name(fresh_name(site, "layer"))
-    return render_statements(
-        site,
-        ["{out} = {init}\n", "for {layer} in {fn}:\n    {out} = {layer}({out})\n"],
-        {"out": target, "layer": layer},
-    )
+    return render_statements(site, list(call_shapes.SCAN_LAYERS), {"out": target, "layer": layer})

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import libcst as cst
 
+from xla2tpu.detect import call_shapes
 from xla2tpu.transforms import CallSite, Rewrite, transform
-
-# optimum-tpu's extra parameters, in positional order after the model id.
-_OPTIMUM_ONLY = ("task", "batch_size", "sequence_length")
 
 
 @transform("optimum-from-pretrained")
 def optimum_from_pretrained(site: CallSite) -> Rewrite | None:
     func = site.call.func
-    if not isinstance(func, cst.Attribute) or "device_map" in site.args:
-        return None  # an explicit placement is the user's to reconcile
+    if not isinstance(func, cst.Attribute):
+        return None  # not the site the detector decided (call_shapes.makeable)
     kept = _without_optimum_args(site.call.args)
     imports: set[str] = set()
     device_map = cst.Arg(
@@ -29,7 +27,7 @@ def optimum_from_pretrained(site: CallSite) -> Rewrite | None:
         equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
     )
     args = _join([*kept, device_map], site.call.args)
-    new_func = func.with_changes(value=site.name("transformers.AutoModelForCausalLM", imports))
+    new_func = func.with_changes(value=site.name(call_shapes.TRANSFORMERS_MODEL, imports))
     return Rewrite(expression=site.call.with_changes(func=new_func, args=args), imports=imports)
 
 
@@ -40,9 +38,9 @@ def _without_optimum_args(args: tuple[cst.Arg, ...] | list[cst.Arg]) -> list[cst
     for arg in args:
         if arg.keyword is None and not arg.star:
             position += 1
-            if 1 < position <= 1 + len(_OPTIMUM_ONLY):
+            if 1 < position <= 1 + len(call_shapes.OPTIMUM_ONLY):
                 continue
-        elif arg.keyword is not None and arg.keyword.value in _OPTIMUM_ONLY:
+        elif arg.keyword is not None and arg.keyword.value in call_shapes.OPTIMUM_ONLY:
             continue
         kept.append(arg)
     return kept
