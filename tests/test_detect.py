@@ -71,6 +71,7 @@ _LAUNCH = (b"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed
            b"if __name__ == '__main__':\n    %s\n")
 
 
+_LOADER = b"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.parallel_loader as pl\n\n\n%s"
 _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.distributed.init_process_group('tpu')\n\n\n"
                b"def f(a, b, s, model):\n    %s\n    return y\n")
 
@@ -147,6 +148,31 @@ _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.dist
     (b"import optimum.tpu\nm = optimum.tpu.AutoModelForCausalLM.from_pretrained(i, torch_dtype=optimum)\n", False),
     # ... but where the fix spells a name the import binds, only making it tells.
     (b"from optimum.tpu import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained(i, 't', 8, 128, x)\n", True),
+    # A device loader's consumers, found on the ast as the builder finds them: loops over
+    # it, directly or through `enumerate`/`tqdm`, or over a variable, or in a function of
+    # the module it is handed to; anything else (`iter()`, a keyword argument, a parameter
+    # of the same name, a rebinding) leaves it for a human. A consumer in a statement
+    # LibCST does not parse, or a device that reads an import, is for LibCST's pass.
+    *((_LOADER % body, parsed) for body, parsed in (
+        (b"def train_loop_fn(loader):\n    for step, (data, target) in enumerate(loader):\n        xm.optimizer_step(opt)\n\n\n"
+         b"def main():\n    device = xm.xla_device()\n    train_device_loader = pl.MpDeviceLoader(train_loader, device)\n"
+         b"    train_loop_fn(train_device_loader)\n", False),
+        (b"def main(device):\n    dl = pl.MpDeviceLoader(train_loader, device)\n    for x in dl:\n        xm.mark_step()\n"
+         b"    print(len(dl))\n", False),
+        (b"def main(device):\n    dl = pl.MpDeviceLoader(train_loader, device)\n    it = iter(dl)\n", False),
+        (b"def main(dl, device):\n    dl = pl.MpDeviceLoader(train_loader, device)\n    for x in dl:\n        pass\n", False),
+        (b"def main(device):\n    dl = pl.MpDeviceLoader(train_loader, device)\n    run(loader=dl)\n", False),
+        (b"def run(loader):\n    for b in loader:\n        f(b)\n\n\ndef main(device):\n"
+         b"    dl = pl.MpDeviceLoader(train_loader, device)\n    run(dl)\n", True),
+        (b"dl = pl.MpDeviceLoader(train_loader, dev)\nfor x, _ in dl:\n    xm.mark_step()\n", False),
+        (b"def main():\n    dl = pl.MpDeviceLoader(train_loader, xm.xla_device())\n    for x in dl:\n        f(x)\n", True),
+        (b"def main(device):\n    dl = pl.MpDeviceLoader(train_loader, device)\n    dl = wrap(dl)\n    for x in dl:\n"
+         b"        f(x)\n", False),
+        (b"def main(device):\n    for i, (x, y) in enumerate(pl.MpDeviceLoader(train_loader, device)):\n        f(x)\n", False),
+        (b"def main(device):\n    for _ in tqdm(pl.MpDeviceLoader(train_loader, device)):\n        f()\n", False),
+        (b"def main(device):\n    if a:\n        dl = pl.MpDeviceLoader(train_loader, device)\n    else:\n"
+         b"        dl = train_loader\n    for x in dl:\n        f(x)\n", True),
+    )),
     # A deletion in a `try:` changes what guards the imports there.
     (b"try:\n    import torch_xla.core.xla_model as xm\n    xm.mark_step()\nexcept ImportError:\n    xm = None\n", True),
     # The branches may become the same: one of them replaces the `if`.
@@ -206,13 +232,36 @@ def test_check_never_loads_libcst_where_the_ast_tells(tmp_path) -> None:
     (b"import torch_xla.utils.utils as xu\ndef f(os):\n    return xu.getenv_as('A', int)\n", "XLA813", False),
     (b"import torch_xla.core.xla_model as xm\nt = xm.RateTracker()\n", "XLA408", True),
     (b"from datetime import time\nimport torch_xla.core.xla_model as xm\nt = xm.RateTracker()\n", "XLA408", False),
+    (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x)\n", "XLA501", True),
+    (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    it = iter(dl)\n", "XLA501", False),
+    (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    run(loader=dl)\n", "XLA501", False),
+    (_LOADER % b"def main(dl, d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x)\n", "XLA501", False),
+    (_LOADER % b"def main(d):\n    for _, _ in pl.MpDeviceLoader(train_loader, d):\n        f()\n", "XLA501", False),
+    (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x, dl=1)\n", "XLA501", False),
+    (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x)\n    print(len(dl))\n",
+     "XLA501", True),
+    (_LOADER % b"def main(d):\n    for x in dl:\n        f(x)\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n"
+               b"        f(x)\n", "XLA501", False),
+    (_LOADER % b"def run(loader):\n    xm.mark_step(len(loader))\n\n\ndef main(d):\n    run(pl.MpDeviceLoader(train_loader, d))\n",
+     "XLA501", False),
+    (_LOADER % b"def main(d):\n    print(dl)\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x)\n",
+     "XLA501", False),
+    (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x)\n    dl = None\n",
+     "XLA501", True),
+    (_LOADER % b"def run(loader):\n    for b in loader:\n        xm.mark_step()\n\n\ndef main(d):\n"
+               b"    run(pl.MpDeviceLoader(train_loader, d))\n", "XLA501", True),
+    (_LOADER % b"def run(loader):\n    for b in loader:\n        xm.mark_step()\n    n = len(loader)\n    loader.x\n\n\n"
+               b"def main(d):\n    run(pl.MpDeviceLoader(train_loader, d))\n", "XLA501", False),
+    (_LOADER % b"def main(d):\n    for _, b in enumerate(pl.MpDeviceLoader(train_loader, d)):\n        f(b)\n", "XLA501", True),
     (_LAUNCH % b"xmp.spawn(_mp_fn, args=(flags,))", "XLA601", True),
     (_LAUNCH % b"xmp.spawn(_mp_fn, args=[*flags])", "XLA601", False),
     (_LAUNCH % b"print(xmp.spawn(_mp_fn, args=(flags,)))", "XLA601", False),
 ])
 def test_a_transform_decided_on_the_ast_is_made_only_where_it_can_be(source: bytes, code: str, fixed: bool) -> None:
-    """The LibCST builders trust the detector's decision: what it refuses stays for a human,
-    in the code `fix` writes as in what `check` reports."""
+    """The LibCST builders trust the detector's decision (the device loaders' still make
+    their own, the same): what it refuses stays for a human, in the code `fix` writes as in
+    what `check` reports."""
     result = engine.process_source("t.py", source, _MODES["unsafe"])
     assert [d.fixed for d in result.diagnostics if d.code == code][:1] == [fixed], result.diagnostics
     assert result.new_source is not None or not fixed
+    assert _seen(engine.process_source("t.py", source, dataclasses.replace(_MODES["unsafe"], rewrite=False))) == _seen(result)

@@ -106,14 +106,15 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
             definitions[id(definition)] = plan.reads_definition(text)
         return definitions[id(definition)]
 
-    scopes = Scopes(tree, canonical, [node for text, group in statements if plan.keeps(text, group) for node in group.nodes],
-                    read)
+    kept = [node for text, group in statements if plan.keeps(text, group) for node in group.nodes]
+    scopes = Scopes(tree, canonical, kept, read)
+    kept_ids = frozenset(map(id, kept))
     imports = import_sites(tree, scopes, index)
     env_reads = variables_read(decoded.text)
 
     def detect(facts: Facts) -> SiteMap:
         found = Detector(tree, decoded.text, index, scopes, positions, settings.target, settings.apply, facts,
-                         env_reads).run(statements, plan.matches, read)
+                         env_reads, kept_ids).run(statements, plan.matches, read)
         return SiteMap(found, positions, suppressions, settings.apply, facts, context.defined, len(prefix))
 
     # A file no fix rewrites, or one whose fixed code is not wanted (`check`), with no

@@ -26,7 +26,7 @@ from collections.abc import Collection, Sequence
 from xla2tpu import template_text
 from xla2tpu.ast_blocks import first_line
 from xla2tpu.conditions import message_of
-from xla2tpu.detect import call_shapes, env_access_site, launch_site, rate_tracker_site
+from xla2tpu.detect import call_shapes, env_access_site, launch_site, loader_site, rate_tracker_site
 from xla2tpu.detect.imports import ImportSite, decide
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.positions import Positions
@@ -115,6 +115,8 @@ class Leftovers:
                 self._region(site.scope, statement, kept)
             else:
                 self._region(site.scope, site.node, kept)
+        elif site.decided and site.case.template == loader_site.TEMPLATE:
+            self._device_loader(site)
         elif site.decided and site.case.template in call_shapes.TEXTS:
             self._call_shape(site)
         elif site.decided and site.case.template in env_access_site.TEMPLATES:
@@ -137,6 +139,23 @@ class Leftovers:
             self._region(site.scope, site.parents[-2], launch_site.kept(site.args))
         else:
             raise _CannotTell
+
+    def _device_loader(self, site: Found) -> None:
+        """`x = pl.MpDeviceLoader(loader, device)` becomes `x = loader`, or goes when `x` is only
+        an alias of `loader` (its reads then read `loader`); the device is written into loops."""
+        assert site.scope is not None and site.args is not None and isinstance(site.node, ast.Call)
+        loader, device, statement = site.args["loader"], site.args["device"], site.parents[-2]
+        if any(isinstance(n, ast.Name) and n.id in self._names for n in ast.walk(device)):
+            raise _CannotTell  # copied into the loops, in scopes of their own
+        self._written(template_text.identifiers(loader_site.MOVE_ONE))
+        self._wild.update((id(site.node), id(statement)))
+        if not loader_site.alias_goes(site.node, loader, site.parents[:-1]):
+            self._region(site.scope, site.node, [loader])
+            return
+        assert isinstance(statement, ast.Assign) and isinstance(loader, ast.Name)
+        if {loader.id, statement.targets[0].id} & self._names:  # type: ignore[attr-defined]
+            raise _CannotTell  # the alias's reads become the loader's
+        self._delete(statement, site.parents[:-2], site.scope)
 
     def _call_shape(self, site: Found) -> None:
         """What the transforms call_shapes decides leave."""

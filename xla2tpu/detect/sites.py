@@ -24,7 +24,8 @@ from xla2tpu.arguments import bind
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, message_of
 from xla2tpu.ast_blocks import Group, blocks, first_line, lazy_imports
-from xla2tpu.detect import ast_earlier, ast_patterns, call_shapes, collective_sites, env_access_site, launch_site, rate_tracker_site
+from xla2tpu.detect import (ast_earlier, ast_patterns, call_shapes, collective_sites, env_access_site, launch_site,
+                            loader_site, rate_tracker_site)
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import arguments, children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
@@ -112,8 +113,9 @@ class Detector:
 
     def __init__(self, tree: ast.Module, source: str, index: RuleIndex, scopes: Scopes, positions: Positions,
                  target: str, apply: frozenset[FixClass], facts: Facts = UNKNOWN,
-                 env_reads: frozenset[str] = frozenset()) -> None:
+                 env_reads: frozenset[str] = frozenset(), kept: Collection[int] = ()) -> None:
         self.tree = tree
+        self.kept = kept  # ids of the top-level statements LibCST parses (engine.py)
         self.source = source
         self.index = index
         self.scopes = scopes
@@ -382,6 +384,8 @@ class Detector:
                                          self._assigned_line(node))
             made = self._made = collective_sites.made(template, call)
             return (False, ()) if made is None else (True, made.texts)
+        if template == loader_site.TEMPLATE:
+            return loader_site.makeable(loader_site.Module(self.tree, self.kept), node, args, tuple(self._parents))
         if template in call_shapes.TEXTS:
             statement = self._parent(3) if template == "with-unwrap" else self._parent(2)
             made = call_shapes.makeable(template, node, args, self._parent(2), statement, self._assigned_line(node))

@@ -23,14 +23,14 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from xla2tpu.detect import loader_site
 from xla2tpu.transforms import CallSite, Edit, Rewrite, transform
 from xla2tpu.transforms.aliases import without_alias
 from xla2tpu.transforms.forms import render_statements, tuple_items
 
 # Calls that iterate their first argument unchanged, yielding its items (or (i, item)).
-_PASS_THROUGH = {"tqdm": False, "enumerate": True}  # name -> yields (index, item) pairs
-
-_MOVE_ONE = "{batch} = torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t.to({device}), {batch})\n"
+_PASS_THROUGH = loader_site.PASS_THROUGH
+_MOVE_ONE = loader_site.MOVE_ONE
 
 
 

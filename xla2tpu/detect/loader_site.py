@@ -1,0 +1,408 @@
+"""Where `x = pl.MpDeviceLoader(loader, device)` can become `x = loader` with the batch moves in
+the loops that consume it, decided on CPython's tree before any edit (transforms/loaders.py
+builds it on LibCST's and says which consumers it recognises), and whether the alias it
+leaves goes (transforms/aliases.py). Nothing here imports LibCST.
+
+The two trees name things differently: LibCST has a `Name` node for a definition's,
+a parameter's, a keyword argument's, an import's or a `global`'s name, where CPython's tree
+has a string. The builders read every such `Name` of the variable as a use, so each is read
+here as one too (`_occurrences`). LibCST parses the top-level statements the plan keeps
+(layout.py), so the builders see only those: a decision that would read one it leaves out
+is not taken here (None), and LibCST's pass decides as before.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
+
+from xla2tpu.detect.order import children
+
+TEMPLATE = "mp-device-loader"
+PASS_THROUGH = {"tqdm": False, "enumerate": True}  # calls that iterate their first argument: yield (index, item)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (*_DEFINITIONS, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+Parents = tuple[ast.AST, ...]
+
+
+class Undecided(Exception):
+    """Only LibCST's pass can tell (the decision reads a statement it does not parse)."""
+
+
+@dataclass(frozen=True)
+class Module:
+    """The module as the builders see it: its tree, and the top-level statements LibCST parses."""
+
+    tree: ast.Module
+    kept: Collection[int]  # ids of the kept top-level statements
+
+    def check_kept(self, node: ast.AST, parents: Parents) -> None:
+        """Undecided when `node` (its ancestors `parents`, the module first) is in a top-level
+        statement LibCST does not parse."""
+        top = (*parents, node)[1]
+        if id(top) not in self.kept:
+            raise Undecided
+
+
+# The move of a batch a loop names with one variable (a tuple's items move with `.to`).
+MOVE_ONE = "{batch} = torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t.to({device}), {batch})\n"
+
+
+def makeable(module: Module, call: ast.Call, args: dict, parents: Parents) -> tuple[bool, tuple[str, ...]] | None:
+    """Whether the device loader `call` (its ancestors `parents`, the module first, the call
+    last) can be rewritten (loaders.mp_device_loader), with the templates it spells; None:
+    undecided."""
+    if args.get("loader") is None or args.get("device") is None:
+        return False, ()
+    try:
+        targets = _batch_moves(module, call, parents[:-1])
+    except Undecided:
+        return None
+    if targets is None:
+        return False, ()
+    return True, (MOVE_ONE,) if any(isinstance(target, ast.Name) for target in targets) else ()
+
+
+def _batch_moves(module: Module, node: ast.AST, parents: Parents) -> list[ast.AST] | None:
+    """loaders._batch_moves: the batch targets of every loop consuming `node` (whose
+    ancestors are `parents`), each one the moves can be written for; None if not."""
+    callee = _callee_parameter(module, node, parents)
+    if callee is not None:
+        return _callee_moves(*callee)
+    found = _consumers(module, node, parents)
+    if found is None or not (found[0] or found[1]):
+        return None
+    loops, callees = found
+    targets = [target for _, target in loops]
+    for callee in callees:
+        moved = _callee_moves(*callee)
+        if moved is None:
+            return None
+        targets += moved
+    return targets if all(map(_move, targets)) else None
+
+
+def _consumers(module: Module, node: ast.AST, parents: Parents) -> tuple[list, list] | None:
+    """loaders._consumers: the loops over `node`, directly or through a variable it is
+    assigned to, and the functions of the module that variable is handed to."""
+    loop = _loop_over(node, parents)
+    if loop is not None:
+        return [loop], []
+    statement = parents[-1]
+    if not (isinstance(statement, ast.Assign) and statement.value is node and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)):
+        return None
+    region = next((p for p in reversed(parents) if isinstance(p, _DEFINITIONS)), module.tree)
+    if region is module.tree:
+        _module_region(module, statement.targets[0].id)
+    prefix = parents[:next(i for i, p in enumerate(parents) if p is region)]
+    return _name_uses(region, prefix, statement.targets[0].id, statement, module)
+
+
+def _module_region(module: Module, name: str) -> None:
+    """A module-level variable is read wherever the module is: not in what LibCST leaves out."""
+    for top in module.tree.body:
+        if id(top) not in module.kept and next(_occurrences(top, name, (module.tree,)), None) is not None:
+            raise Undecided
+
+
+def _name_uses(region: ast.AST, prefix: Parents, name: str, start: ast.stmt | None,
+               handed: Module | None = None) -> tuple[list, list] | None:
+    """loaders._name_uses: the loops over the variable `name` after `start` in `region` (whose
+    ancestors are `prefix`), and, when the module is `handed`, the module's functions it is
+    passed to; None when it is used otherwise."""
+    loops, callees = [], []
+    for node, parents in _occurrences(region, name, prefix, skip=start):
+        if node is None or (start is not None and _before(parents[-1] if isinstance(node, str) else node, start)):
+            return None  # a name LibCST's tree has and CPython's spells as a string, or a use before the start
+        if _is_len_argument(node, parents):
+            continue
+        loop = _loop_over(node, parents)
+        if loop is not None:
+            loops.append(loop)
+            continue
+        callee = _callee_parameter(handed, node, parents) if handed is not None else None
+        if callee is None:
+            return None
+        callees.append(callee)
+    return loops, callees
+
+
+def _before(node: ast.AST, start: ast.stmt) -> bool:
+    return (node.lineno, node.col_offset) < (start.lineno, start.col_offset)  # type: ignore[attr-defined]
+
+
+def _occurrences(root: ast.AST, name: str, prefix: Parents, skip: ast.AST | None = None
+                 ) -> Iterator[tuple[ast.AST | str | None, Parents]]:
+    """What LibCST's `_Uses` visitor finds of `name` under `root` (`prefix`: the ancestors of
+    `root`): each `Name` read or written but as a plain assignment's target, with its
+    ancestors; a name CPython's tree spells as a string (a definition's, a parameter's, an
+    import's...) as (None, ancestors), or ("keyword", ancestors) for a keyword argument's
+    name, which LibCST's visitor reads as a use that can only be `len(...)`'s."""
+    stack: list[tuple[ast.AST, Parents]] = [(root, prefix)]
+    while stack:
+        node, parents = stack.pop()
+        if node is skip:
+            continue
+        if isinstance(node, ast.Name):
+            if node.id == name and not (isinstance(parents[-1], ast.Assign) and node in parents[-1].targets):
+                yield node, parents
+            continue
+        if _spells(node, name):
+            yield (("keyword", (*parents, node)) if isinstance(node, ast.keyword) else (None, (*parents, node)))
+        below = (*parents, node)
+        stack.extend((child, below) for child in reversed(list(children(node))))
+
+
+def _spells(node: ast.AST, name: str) -> bool:
+    """Whether `node` holds `name` as a string that LibCST's tree holds as a `Name`."""
+    if isinstance(node, (*_DEFINITIONS, ast.ClassDef, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return getattr(node, "name", None) == name
+    if isinstance(node, (ast.arg, ast.keyword)):
+        return node.arg == name
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return name in node.names
+    if isinstance(node, ast.alias):
+        return node.name.split(".")[0] == name or node.asname == name
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")[0] == name
+    if isinstance(node, ast.MatchMapping):
+        return node.rest == name
+    if isinstance(node, ast.MatchClass):
+        return name in node.kwd_attrs
+    return False
+
+
+def _argument_of(node: ast.AST, parents: Parents) -> tuple[ast.Call, ast.AST] | None:
+    """The call `node` is an argument of, and what LibCST's `Arg` holds it as: the node, or
+    the `*x`/keyword around it."""
+    parent = parents[-1]
+    if isinstance(parent, ast.Call) and node in parent.args:
+        return parent, node
+    if isinstance(parent, (ast.Starred, ast.keyword)) and len(parents) > 1 and isinstance(parents[-2], ast.Call):
+        call = parents[-2]
+        if parent in call.args or parent in call.keywords:
+            return call, parent
+    return None
+
+
+def _is_len_argument(node: ast.AST | str, parents: Parents) -> bool:
+    if node == "keyword":  # `len(x=...)`: LibCST's Arg holds the keyword's name
+        call = parents[-2] if len(parents) > 1 else None
+        return isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "len"
+    found = _argument_of(node, parents)  # type: ignore[arg-type]
+    return found is not None and isinstance(found[0].func, ast.Name) and found[0].func.id == "len"
+
+
+def _loop_over(node: ast.AST | str, parents: Parents) -> tuple[ast.AST, ast.AST] | None:
+    """loaders._loop_over: the `for` loop iterating `node`, directly or through a pass-through
+    call, and the loop's batch target."""
+    if isinstance(node, str):
+        return None
+    parent = parents[-1]
+    if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is node:
+        return parent, parent.target
+    found = _argument_of(node, parents)
+    if found is None:
+        return None
+    call, held = found
+    # `for b in tqdm(x)`: the call is the loop's, one level up (two for `*x` or a keyword)
+    loop = parents[-2] if held is node else parents[-3] if len(parents) > 2 else None
+    ordered = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+    if not (ordered and ordered[0] is held and not (isinstance(held, ast.keyword) and held.arg is not None)
+            and isinstance(call.func, ast.Name) and call.func.id in PASS_THROUGH
+            and isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is call):
+        return None
+    if not PASS_THROUGH[call.func.id]:
+        return loop, loop.target
+    pair = _items(loop.target)
+    return (loop, pair[1]) if pair is not None and len(pair) == 2 else None
+
+
+def _items(node: ast.AST) -> list[ast.expr] | None:
+    if isinstance(node, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in node.elts):
+        return list(node.elts)
+    return None
+
+
+def _callee_parameter(module: Module, node: ast.AST | str, parents: Parents
+                      ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str] | None:
+    """loaders._callee_parameter: (f, p) when `node` is passed as parameter `p` of `f`, a
+    function defined once in the module, at module level or in a function around the call."""
+    if isinstance(node, str):
+        return None
+    found = _argument_of(node, parents)
+    if found is None:
+        return None
+    call, held = found
+    if not isinstance(call.func, ast.Name) or isinstance(held, ast.Starred) or (
+            isinstance(held, ast.keyword) and held.arg is None):
+        return None
+    definitions = []
+    for definition, ancestors in _definitions(module.tree):
+        if definition.name == call.func.id:
+            module.check_kept(definition, ancestors)  # the builder finds only those LibCST parsed
+            definitions.append(definition)
+    if len(definitions) != 1:
+        return None
+    function = definitions[0]
+    if not _definition_reached(module, function, parents):
+        return None
+    params = function.args
+    if isinstance(held, ast.keyword):
+        name = held.arg if held.arg in [p.arg for p in (*params.args, *params.kwonlyargs)] else None
+    else:
+        position = call.args.index(node)  # type: ignore[arg-type]
+        positional = [*params.posonlyargs, *params.args]
+        name = positional[position].arg if position < len(positional) else None
+    return (function, name) if name is not None else None
+
+
+def _definitions(tree: ast.Module) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef, Parents]]:
+    """Every function definition of the module, with its ancestors (definitions are statements)."""
+    stack: list[tuple[ast.AST, Parents]] = [(tree, ())]
+    while stack:
+        node, parents = stack.pop()
+        if isinstance(node, _DEFINITIONS):
+            yield node, parents
+        if node is tree or isinstance(node, (ast.stmt, ast.ExceptHandler, ast.match_case)):
+            stack.extend((child, (*parents, node)) for child in ast.iter_child_nodes(node)
+                         if isinstance(child, (ast.stmt, ast.ExceptHandler, ast.match_case)))
+
+
+def _definition_reached(module: Module, function: ast.AST, parents: Parents) -> bool:
+    """loaders._definition_path: the call's name means `function`: defined at module level or
+    directly in a function around the call (no class between), not a parameter there."""
+    name = function.name  # type: ignore[attr-defined]
+    scopes = [p for p in parents if isinstance(p, (*_DEFINITIONS, ast.ClassDef))]
+    for outer in scopes:
+        if isinstance(outer, _DEFINITIONS):
+            params = outer.args
+            if any(p.arg == name for p in (*params.posonlyargs, *params.args, *params.kwonlyargs)):
+                return False
+    if any(statement is function for statement in module.tree.body):
+        return True
+    for depth, outer in enumerate(scopes):
+        if any(statement is function for statement in outer.body):
+            return all(isinstance(scope, _DEFINITIONS) for scope in scopes[: depth + 1])
+    return False
+
+
+def _callee_moves(function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> list[ast.AST] | None:
+    """loaders._callee_moves: the batch targets of the called function's loops over its
+    parameter, when it loops over it and only so."""
+    body = ast.Module(body=function.body, type_ignores=[])  # its body alone, as LibCST's visitor reads it
+    found = _name_uses(body, (function,), parameter, None)
+    if found is None or not found[0]:
+        return None
+    targets = [target for _, target in found[0]]
+    return targets if all(map(_move, targets)) else None
+
+
+def _move(target: ast.AST) -> bool:
+    """loaders._move: the batch target names what to move (not only `_`)."""
+    names = _names(target)
+    return names is not None and (isinstance(target, ast.Name) or any(name != "_" for name in names))
+
+
+def _names(target: ast.AST) -> list[str] | None:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    items = _items(target)
+    if items is None:
+        return None
+    found: list[str] = []
+    for item in items:
+        inner = _names(item)
+        if inner is None:
+            return None
+        found += inner
+    return found
+
+
+def alias_goes(call: ast.Call, loader: ast.AST, parents: Parents) -> bool:
+    """aliases.without_alias: whether `x = <call>`, which the fix makes `x = loader`, goes
+    (and every read of `x` in its function becomes `loader`)."""
+    statement = parents[-1]
+    if not (isinstance(loader, ast.Name) and isinstance(statement, ast.Assign) and statement.value is call
+            and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)):
+        return False
+    alias, name = statement.targets[0].id, loader.id
+    if alias == name:
+        return True
+    function = None
+    for parent in reversed(parents):
+        if isinstance(parent, _DEFINITIONS):
+            function = parent
+            break
+        if isinstance(parent, _SCOPES):
+            return False
+    if function is None:
+        return False
+    bindings = _Bindings({alias, name}, statement)
+    bindings.visit(function, 0)
+    return not bindings.unclear and bindings.total.get(alias, 0) == 1 and not bindings.after.get(name, 0)
+
+
+class _Bindings:
+    """aliases._Bindings on CPython's tree: how often each of `names` is bound in a function,
+    and how often from `start` on; `unclear` when one is declared global/nonlocal or bound
+    in a nested scope."""
+
+    def __init__(self, names: set[str], start: ast.stmt) -> None:
+        self.names, self.start = names, start
+        self.total: dict[str, int] = {}
+        self.after: dict[str, int] = {}
+        self.unclear = False
+
+    def visit(self, node: ast.AST, depth: int) -> None:
+        if isinstance(node, _SCOPES):
+            depth += 1
+            if isinstance(node, (*_DEFINITIONS, ast.ClassDef)):
+                self._name(node.name, node, depth)
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and self.names.intersection(node.names):
+            self.unclear = True
+        for target in _bound(node):
+            self._bind(target, node, depth)
+        if isinstance(node, ast.arg):
+            self._name(node.arg, node, depth)
+        elif isinstance(node, ast.alias):
+            bound = node.asname or (node.name if "." not in node.name else None)
+            if bound is not None:
+                self._name(bound, node, depth)
+        elif isinstance(node, ast.ExceptHandler) and node.name is not None:
+            self._name(node.name, node, depth)
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, depth)
+
+    def _bind(self, target: ast.AST, owner: ast.AST, depth: int) -> None:
+        if isinstance(target, ast.Name):
+            self._name(target.id, target, depth)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._bind(element, owner, depth)
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, owner, depth)
+
+    def _name(self, name: str, where: ast.AST, depth: int) -> None:
+        if name not in self.names:
+            return
+        if depth > 1:
+            self.unclear = True
+        self.total[name] = self.total.get(name, 0) + 1
+        if not _before(where, self.start):
+            self.after[name] = self.after.get(name, 0) + 1
+
+
+def _bound(node: ast.AST) -> Sequence[ast.AST]:
+    """The targets `node` binds as LibCST's `_Bindings` reads them."""
+    if isinstance(node, ast.Assign):
+        return node.targets
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr)):
+        return [node.target]
+    if isinstance(node, ast.withitem) and node.optional_vars is not None:
+        return [node.optional_vars]
+    if isinstance(node, ast.Delete):
+        return node.targets
+    return ()
