@@ -172,6 +172,16 @@ _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.dist
         (b"def main(device):\n    for _ in tqdm(pl.MpDeviceLoader(train_loader, device)):\n        f()\n", False),
         (b"def main(device):\n    if a:\n        dl = pl.MpDeviceLoader(train_loader, device)\n    else:\n"
          b"        dl = train_loader\n    for x in dl:\n        f(x)\n", True),
+        # A parallel loader, used as `.per_device_loader(d)` at once or through a variable.
+        (b"def train_loop_fn(loader):\n    for step, (data, target) in enumerate(loader):\n        xm.optimizer_step(opt)\n\n\n"
+         b"def main():\n    device = xm.xla_device()\n    para_loader = pl.ParallelLoader(train_loader, [device])\n"
+         b"    train_loop_fn(para_loader.per_device_loader(device))\n", False),
+        (b"def main(d):\n    for x in pl.ParallelLoader(train_loader, [d]).per_device_loader(d):\n        xm.mark_step()\n", False),
+        (b"def main(d):\n    p = pl.ParallelLoader(train_loader, [d])\n    for x in p.per_device_loader(xm.xla_device()):\n"
+         b"        f(x)\n", False),
+        (b"def main(d):\n    p = pl.ParallelLoader(train_loader, [d])\n    it = iter(p)\n", False),
+        (b"class T:\n    def run(self, d):\n        p = pl.ParallelLoader(train_loader, [d])\n        def inner():\n"
+         b"            for x in p.per_device_loader(d):\n                f(x)\n        inner()\n", False),
     )),
     # A deletion in a `try:` changes what guards the imports there.
     (b"try:\n    import torch_xla.core.xla_model as xm\n    xm.mark_step()\nexcept ImportError:\n    xm = None\n", True),
@@ -253,6 +263,18 @@ def test_check_never_loads_libcst_where_the_ast_tells(tmp_path) -> None:
     (_LOADER % b"def run(loader):\n    for b in loader:\n        xm.mark_step()\n    n = len(loader)\n    loader.x\n\n\n"
                b"def main(d):\n    run(pl.MpDeviceLoader(train_loader, d))\n", "XLA501", False),
     (_LOADER % b"def main(d):\n    for _, b in enumerate(pl.MpDeviceLoader(train_loader, d)):\n        f(b)\n", "XLA501", True),
+    (_LOADER % b"def main(d):\n    p = pl.ParallelLoader(train_loader, [d])\n    for x in p.per_device_loader(d):\n        f(x)\n",
+     "XLA502", True),
+    (_LOADER % b"def main(d):\n    p = pl.ParallelLoader(train_loader, [d])\n    for x in p:\n        f(x)\n", "XLA502", False),
+    (_LOADER % b"def main(d):\n    p = pl.ParallelLoader(train_loader, [d])\n", "XLA502", False),
+    (_LOADER % b"def main(d):\n    p = pl.ParallelLoader(train_loader, [d, e])\n    for x in p.per_device_loader(d):\n        f(x)\n",
+     "XLA502", False),
+    (_LOADER % b"def main(d):\n    p = pl.ParallelLoader(train_loader, [d])\n    for x in p.per_device_loader(pl):\n        f(x)\n",
+     "XLA502", True),
+    (_LOADER % b"def main(d):\n    for x in p.per_device_loader(d):\n        f(x)\n    p = pl.ParallelLoader(train_loader, [d])\n"
+               b"    for x in p.per_device_loader(d):\n        f(x)\n", "XLA502", False),
+    (_LOADER % b"def main(d):\n    p = pl.ParallelLoader(train_loader, [d])\n    for x in p.per_device_loader(d):\n        f(x)\n"
+               b"    g(p=1)\n", "XLA502", False),
     (_LAUNCH % b"xmp.spawn(_mp_fn, args=(flags,))", "XLA601", True),
     (_LAUNCH % b"xmp.spawn(_mp_fn, args=[*flags])", "XLA601", False),
     (_LAUNCH % b"print(xmp.spawn(_mp_fn, args=(flags,)))", "XLA601", False),

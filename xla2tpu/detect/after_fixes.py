@@ -104,6 +104,8 @@ class Leftovers:
             self._region(site.scope, site.node, [site.args[p] for p in ("closure", "args") if site.args and p in site.args])
         elif site.decided and site.case.template == "drop-printed-report":  # the printing statement goes
             self._delete(site.parents[-3], site.parents[:-3], site.scope)  # type: ignore[arg-type]
+        elif site.decided and site.case.template == loader_site.PARALLEL:
+            self._parallel_loader(site)
         elif site.decided and site.made is not None:  # a collective (collective_sites.made)
             made = site.made
             self._written(frozenset().union(frozenset(), *map(template_text.identifiers, made.texts)))
@@ -140,11 +142,12 @@ class Leftovers:
         else:
             raise _CannotTell
 
-    def _device_loader(self, site: Found) -> None:
+    def _device_loader(self, site: Found, device: ast.AST | None = None) -> None:
         """`x = pl.MpDeviceLoader(loader, device)` becomes `x = loader`, or goes when `x` is only
         an alias of `loader` (its reads then read `loader`); the device is written into loops."""
         assert site.scope is not None and site.args is not None and isinstance(site.node, ast.Call)
-        loader, device, statement = site.args["loader"], site.args["device"], site.parents[-2]
+        loader, statement = site.args["loader"], site.parents[-2]
+        device = site.args["device"] if device is None else device
         if any(isinstance(n, ast.Name) and n.id in self._names for n in ast.walk(device)):
             raise _CannotTell  # copied into the loops, in scopes of their own
         self._written(template_text.identifiers(loader_site.MOVE_ONE))
@@ -156,6 +159,18 @@ class Leftovers:
         if {loader.id, statement.targets[0].id} & self._names:  # type: ignore[attr-defined]
             raise _CannotTell  # the alias's reads become the loader's
         self._delete(statement, site.parents[:-2], site.scope)
+
+    def _parallel_loader(self, site: Found) -> None:
+        """`pl.ParallelLoader(loader, [device])` becomes `loader` as a device loader does, and
+        each `.per_device_loader(d)` on it becomes what it is called on (`d` goes)."""
+        assert site.scope is not None and site.args is not None and isinstance(site.made, tuple)
+        devices = site.args["devices"]
+        assert isinstance(devices, (ast.Tuple, ast.List))
+        self._device_loader(site, devices.elts[0])
+        for outer, scope in site.made:
+            assert isinstance(outer.func, ast.Attribute)
+            self._wild.add(id(outer))
+            self._region(scope, outer, [outer.func.value])
 
     def _call_shape(self, site: Found) -> None:
         """What the transforms call_shapes decides leave."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from xla2tpu.detect.order import children
 
-TEMPLATE = "mp-device-loader"
+TEMPLATE, PARALLEL = "mp-device-loader", "parallel-loader"
 PASS_THROUGH = {"tqdm": False, "enumerate": True}  # calls that iterate their first argument: yield (index, item)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_DEFINITIONS, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -59,9 +59,75 @@ def makeable(module: Module, call: ast.Call, args: dict, parents: Parents) -> tu
         targets = _batch_moves(module, call, parents[:-1])
     except Undecided:
         return None
+    return _spelled(targets)
+
+
+def _spelled(targets: list[ast.AST] | None) -> tuple[bool, tuple[str, ...]]:
+    """Whether the moves can be written for `targets`, and the templates they spell."""
     if targets is None:
         return False, ()
     return True, (MOVE_ONE,) if any(isinstance(target, ast.Name) for target in targets) else ()
+
+
+def parallel_makeable(module: Module, call: ast.Call, args: dict, parents: Parents
+                      ) -> tuple[bool, tuple[str, ...], list[tuple[ast.Call, Parents]]] | None:
+    """loaders.parallel_loader: whether `pl.ParallelLoader(loader, [device])` (its ancestors
+    `parents`, the call last) can be rewritten, used as `.per_device_loader(device)` right
+    away or through a variable; with the templates it spells and the per-device calls it
+    unwraps (with their ancestors). None: undecided."""
+    devices = args.get("devices")
+    items = _items(devices) if devices is not None else None
+    if args.get("loader") is None or items is None or len(items) != 1:
+        return False, (), []
+    try:
+        uses = _per_device_uses(module, call, parents[:-1])
+        targets: list[ast.AST] | None = None if uses is None else []
+        for outer, outer_parents in uses or ():
+            moved = _batch_moves(module, outer, outer_parents)
+            if moved is None:
+                targets = None
+                break
+            targets += moved  # type: ignore[operator]
+    except Undecided:
+        return None
+    return (*_spelled(targets), list(uses or ()))
+
+
+def _per_device_call(node: ast.AST, parents: Parents) -> tuple[ast.Call, Parents] | None:
+    """`node.per_device_loader(...)` around `node`, with that call's own ancestors."""
+    if len(parents) < 2:
+        return None
+    attribute, outer = parents[-1], parents[-2]
+    if (isinstance(attribute, ast.Attribute) and attribute.value is node and attribute.attr == "per_device_loader"
+            and isinstance(outer, ast.Call) and outer.func is attribute):
+        return outer, parents[:-2]
+    return None
+
+
+def _per_device_uses(module: Module, call: ast.Call, parents: Parents) -> list[tuple[ast.Call, Parents]] | None:
+    """The `.per_device_loader(...)` calls on the parallel loader: on the call itself, or on
+    every use of the variable it is assigned to (their ancestors from the variable's function,
+    as the builder's visitor gives them); None when it is used otherwise."""
+    found = _per_device_call(call, parents)
+    if found is not None:
+        return [found]
+    statement = parents[-1]
+    if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)):
+        return None
+    name = statement.targets[0].id
+    region = next((p for p in reversed(parents) if isinstance(p, _DEFINITIONS)), module.tree)
+    if region is module.tree:
+        _module_region(module, name)
+    calls = []
+    for node, uses_parents in _occurrences(region, name, (), skip=statement):
+        if node is None or isinstance(node, str) or _before(node, statement):
+            return None
+        found = _per_device_call(node, uses_parents)
+        if found is None:
+            return None
+        calls.append(found)
+    return calls or None
 
 
 def _batch_moves(module: Module, node: ast.AST, parents: Parents) -> list[ast.AST] | None:
@@ -96,7 +162,7 @@ def _consumers(module: Module, node: ast.AST, parents: Parents) -> tuple[list, l
     region = next((p for p in reversed(parents) if isinstance(p, _DEFINITIONS)), module.tree)
     if region is module.tree:
         _module_region(module, statement.targets[0].id)
-    prefix = parents[:next(i for i, p in enumerate(parents) if p is region)]
+    prefix = parents[:next((i for i, p in enumerate(parents) if p is region), 0)]
     return _name_uses(region, prefix, statement.targets[0].id, statement, module)
 
 

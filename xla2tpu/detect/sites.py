@@ -82,7 +82,9 @@ class Found:
     key: str = ""  # what the node spells: a reference's dotted name, a call's callee, a string's text
     form: str = ""  # an expression site's pattern
     decided: bool = False  # a transform whose fix the ast decided (`Detector._transform_decision`)
-    made: collective_sites.Made | None = field(default=None, compare=False, repr=False)  # what a collective's writes
+    # What an ast-decided transform found it writes or edits: a collective's templates
+    # (collective_sites.Made), a parallel loader's per-device calls (each with its scope).
+    made: collective_sites.Made | tuple[tuple[ast.Call, Scope], ...] | None = field(default=None, compare=False, repr=False)
     # What the fix leaves of the code around it is judged from these (detect/after_fixes.py):
     # the scope the site reads in, the nodes from the module down to it, and what its
     # template's placeholders bind (a call's parameters, an expression pattern's slots).
@@ -137,7 +139,7 @@ class Detector:
         self._inner_start: dict[int, int] = {}  # call-rule calls -> the first finding in their arguments
         self._at: dict[int, Found] = {}  # node -> its site
         self._reads_definition: Callable[[ast.AST], bool] | None = None
-        self._made: collective_sites.Made | None = None  # what the collective being decided writes
+        self._made: collective_sites.Made | tuple[tuple[ast.Call, Scope], ...] | None = None  # for the Found being decided
 
     # ------------------------------------------------------------------ walking
     def run(self, statements: Sequence[tuple[str, Group]], holds: Callable[[str], bool] | None = None,
@@ -386,6 +388,14 @@ class Detector:
             return (False, ()) if made is None else (True, made.texts)
         if template == loader_site.TEMPLATE:
             return loader_site.makeable(loader_site.Module(self.tree, self.kept), node, args, tuple(self._parents))
+        if template == loader_site.PARALLEL:
+            parallel = loader_site.parallel_makeable(loader_site.Module(self.tree, self.kept), node, args, tuple(self._parents))
+            if parallel is None:
+                return None
+            # Each per-device call with the scope it reads in (its nearest scope the walk knows).
+            self._made = tuple((outer, next((self.scopes.of[id(p)] for p in reversed(ancestors) if id(p) in self.scopes.of),
+                                            self.scopes.module)) for outer, ancestors in parallel[2])
+            return parallel[0], parallel[1]
         if template in call_shapes.TEXTS:
             statement = self._parent(3) if template == "with-unwrap" else self._parent(2)
             made = call_shapes.makeable(template, node, args, self._parent(2), statement, self._assigned_line(node))
