@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import heapq
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from xla2tpu import template_text
 from xla2tpu.ast_blocks import first_line
@@ -108,7 +108,7 @@ class Leftovers:
             self._parallel_loader(site)
         elif site.decided and site.made is not None:  # a collective (collective_sites.made)
             made = site.made
-            self._written(frozenset().union(frozenset(), *map(template_text.identifiers, made.texts)))
+            self._writes(made.texts)
             kept = [*_kept(site, made.texts), *(site.args[p] for p in made.kept if site.args and p in site.args)]
             if made.statement:  # the call's line goes; an assignment's target is written again
                 statement = site.parents[-2]
@@ -124,8 +124,7 @@ class Leftovers:
         elif site.decided and site.case.template in env_access_site.TEMPLATES:
             # The call becomes an expression of `os` that reads the arguments it names.
             assert site.args is not None
-            templates = env_access_site.TEMPLATES[site.case.template]
-            self._written(frozenset().union(*map(template_text.identifiers, templates)))
+            self._writes(env_access_site.TEMPLATES[site.case.template])
             self._region(site.scope, site.node, [site.args[p] for p in ("name", "type", "defval", "default") if p in site.args])
         elif site.decided and site.case.template == rate_tracker_site.TEMPLATE:
             # The callee becomes the class written into the module; the arguments stay.
@@ -136,7 +135,7 @@ class Leftovers:
             # The launch's line becomes the launch statements, keeping `fn`, the arguments and
             # `nprocs`; the worker written above reads only the modules it spells.
             assert site.args is not None
-            self._written(frozenset().union(*map(template_text.identifiers, launch_site.TEMPLATES)))
+            self._writes(launch_site.TEMPLATES)
             self._wild.add(id(site.parents[-2]))
             self._region(site.scope, site.parents[-2], launch_site.kept(site.args))
         else:
@@ -150,7 +149,7 @@ class Leftovers:
         device = site.args["device"] if device is None else device
         if any(isinstance(n, ast.Name) and n.id in self._names for n in ast.walk(device)):
             raise _CannotTell  # copied into the loops, in scopes of their own
-        self._written(template_text.identifiers(loader_site.MOVE_ONE))
+        self._writes((loader_site.MOVE_ONE,))
         self._wild.update((id(site.node), id(statement)))
         if not loader_site.alias_goes(site.node, loader, site.parents[:-1]):
             self._region(site.scope, site.node, [loader])
@@ -176,7 +175,7 @@ class Leftovers:
         """What the transforms call_shapes decides leave."""
         assert site.scope is not None and site.args is not None and isinstance(site.node, ast.Call)
         template = site.case.template
-        self._written(frozenset().union(frozenset(), *map(template_text.identifiers, call_shapes.TEXTS[template])))
+        self._writes(call_shapes.TEXTS[template])
         if template == "with-unwrap":  # the item goes; its body stays as written
             self._wild.add(id(site.parents[-3]))
             self._region(site.scope, site.node)
@@ -187,6 +186,10 @@ class Leftovers:
             assert isinstance(statement, ast.Assign)
             self._wild.add(id(statement))
             self._region(site.scope, statement, [*_kept(site, call_shapes.TEXTS[template]), *statement.targets])
+
+    def _writes(self, templates: Iterable[str]) -> None:
+        """The fix renders `templates`: see `_written`."""
+        self._written(frozenset().union(*map(template_text.identifiers, templates)))
 
     def _written(self, names: frozenset[str]) -> None:
         if names & self._names:

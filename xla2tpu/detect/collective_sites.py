@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from xla2tpu.conditions import literal
+from xla2tpu.detect.order import arguments
 
 # xm.optimizer_step = xm.reduce_gradients (every gradient of the optimizer's parameters
 # summed across the processes and scaled by 1/world size), then step(): spelled out for a
@@ -124,17 +125,31 @@ class Made:
     kept: tuple[str, ...] = ()  # parameters it keeps as written besides those its templates name
 
 
+@dataclass(frozen=True)
 class Call:
-    """A call to a collective, as the detector sees it: its bound arguments, the argument
-    that names the reduction, and where it stands."""
+    """A call to a collective, as the detector sees it: the call, its bound arguments, how a
+    name resolves where it stands, and whether it is a line of its own."""
 
-    def __init__(self, args: Mapping[str, ast.AST], reduction: ast.AST | None, resolve: Callable[[ast.AST], str | None],
-                 expression_statement: bool, assigned: bool) -> None:
-        self.args = args
-        self.reduction = reduction
-        self.resolve = resolve
-        self.expression_statement = expression_statement  # a whole line of its own, its value unused
-        self.assigned = assigned  # the whole value of `target = <call>`, a line of its own
+    node: ast.Call
+    args: Mapping[str, ast.AST]
+    resolve: Callable[[ast.AST], str | None]
+    expression_statement: bool  # a whole line of its own, its value unused
+    assigned: bool  # the whole value of `target = <call>`, a line of its own
+
+
+def reduction(call: ast.Call) -> ast.AST | None:
+    """The argument that names a collective's reduction: the first in source order when it
+    is not a keyword, else the `reduce_type` keyword (collectives._reduce_op on LibCST's)."""
+    for position, argument in enumerate(arguments(call)):
+        if isinstance(argument, ast.keyword) and argument.arg is None:  # `**options`
+            if position == 0:
+                return argument.value
+        elif isinstance(argument, ast.keyword):
+            if argument.arg == "reduce_type":
+                return argument.value
+        elif position == 0:
+            return argument.value if isinstance(argument, ast.Starred) else argument
+    return None
 
 
 def made(template: str, call: Call) -> Made | None:
@@ -149,8 +164,8 @@ def made(template: str, call: Call) -> Made | None:
     if template == "spawn-in-process":  # `fn(0, *args)`: the one worker, in this process
         return Made((), False, ("fn", "args")) if "fn" in args else None
     if template in ("all-reduce", "reduce-scatter"):
-        reduction = call.reduction
-        op = None if reduction is None else reduce_op(reduction, call.resolve(reduction))
+        named = reduction(call.node)
+        op = None if named is None else reduce_op(named, call.resolve(named))
         if op is None:
             return None
         if template == "reduce-scatter":

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from xla2tpu.catalogue import Catalogue
+from xla2tpu.detect.values import tuple_items
 from xla2tpu.facts import Fact, Facts
 
 TEMPLATE = "tpu-launch"
@@ -67,7 +68,7 @@ def launchable(args: Mapping[str, ast.AST], whole_statement: bool, module_level:
     if "init_process_group(" in source:
         return False  # the program makes its own group, maybe only under a flag: by hand
     launch_args = args.get("args")
-    return launch_args is None or _items(launch_args) is not None
+    return launch_args is None or tuple_items(launch_args) is not None
 
 
 def nprocs_kept(nprocs: ast.AST | None) -> bool:
@@ -79,17 +80,10 @@ def nprocs_kept(nprocs: ast.AST | None) -> bool:
 def kept(args: Mapping[str, ast.AST]) -> list[ast.AST]:
     """The argument nodes the launch keeps as written."""
     launch_args = args.get("args")
-    found = [args["fn"], *(_items(launch_args) or [] if launch_args is not None else [])]
+    found = [args["fn"], *(tuple_items(launch_args) or [] if launch_args is not None else [])]
     if nprocs_kept(args.get("nprocs")):
         found.append(args["nprocs"])
     return found
-
-
-def _items(node: ast.AST) -> list[ast.expr] | None:
-    """The elements of a tuple or list literal without starred items (forms.tuple_items)."""
-    if isinstance(node, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in node.elts):
-        return list(node.elts)
-    return None
 
 
 def migrated(facts: Facts, fixed_codes: Iterable[str], catalogue: Catalogue) -> Fact | None:

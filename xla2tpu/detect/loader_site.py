@@ -18,11 +18,11 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from xla2tpu.detect.order import children
+from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, SCOPED
+from xla2tpu.detect.values import tuple_items
 
 TEMPLATE, PARALLEL = "mp-device-loader", "parallel-loader"
 PASS_THROUGH = {"tqdm": False, "enumerate": True}  # calls that iterate their first argument: yield (index, item)
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_SCOPES = (*_DEFINITIONS, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 Parents = tuple[ast.AST, ...]
 
 
@@ -75,8 +75,7 @@ def parallel_makeable(module: Module, call: ast.Call, args: dict, parents: Paren
     `parents`, the call last) can be rewritten, used as `.per_device_loader(device)` right
     away or through a variable; with the templates it spells and the per-device calls it
     unwraps (with their ancestors). None: undecided."""
-    devices = args.get("devices")
-    items = _items(devices) if devices is not None else None
+    items = tuple_items(args.get("devices"))
     if args.get("loader") is None or items is None or len(items) != 1:
         return False, (), []
     try:
@@ -111,14 +110,10 @@ def _per_device_uses(module: Module, call: ast.Call, parents: Parents) -> list[t
     found = _per_device_call(call, parents)
     if found is not None:
         return [found]
-    statement = parents[-1]
-    if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)):
+    variable = _variable(module, call, parents)
+    if variable is None:
         return None
-    name = statement.targets[0].id
-    region = next((p for p in reversed(parents) if isinstance(p, _DEFINITIONS)), module.tree)
-    if region is module.tree:
-        _module_region(module, name)
+    statement, name, region = variable
     calls = []
     for node, uses_parents in _occurrences(region, name, (), skip=statement):
         if node is None or isinstance(node, str) or _before(node, statement):
@@ -155,15 +150,33 @@ def _consumers(module: Module, node: ast.AST, parents: Parents) -> tuple[list, l
     loop = _loop_over(node, parents)
     if loop is not None:
         return [loop], []
-    statement = parents[-1]
-    if not (isinstance(statement, ast.Assign) and statement.value is node and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)):
+    variable = _variable(module, node, parents)
+    if variable is None:
         return None
-    region = next((p for p in reversed(parents) if isinstance(p, _DEFINITIONS)), module.tree)
-    if region is module.tree:
-        _module_region(module, statement.targets[0].id)
+    statement, name, region = variable
     prefix = parents[:next((i for i, p in enumerate(parents) if p is region), 0)]
-    return _name_uses(region, prefix, statement.targets[0].id, statement, module)
+    return _name_uses(region, prefix, name, statement, module)
+
+
+def _assigned_name(node: ast.AST, parents: Parents) -> tuple[ast.Assign, str] | None:
+    """`x = <node>` (one plain name), the statement that is `node`'s parent, and `x`."""
+    statement = parents[-1]
+    if (isinstance(statement, ast.Assign) and statement.value is node and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)):
+        return statement, statement.targets[0].id
+    return None
+
+
+def _variable(module: Module, node: ast.AST, parents: Parents) -> tuple[ast.Assign, str, ast.AST] | None:
+    """`x = <node>`: the statement, `x`, and the function (or module) `x` lives in, as the
+    builders find it (loaders._region)."""
+    assigned = _assigned_name(node, parents)
+    if assigned is None:
+        return None
+    region = next((p for p in reversed(parents) if isinstance(p, FUNCTIONS)), module.tree)
+    if region is module.tree:
+        _module_region(module, assigned[1])
+    return (*assigned, region)
 
 
 def _module_region(module: Module, name: str) -> None:
@@ -223,7 +236,7 @@ def _occurrences(root: ast.AST, name: str, prefix: Parents, skip: ast.AST | None
 
 def _spells(node: ast.AST, name: str) -> bool:
     """Whether `node` holds `name` as a string that LibCST's tree holds as a `Name`."""
-    if isinstance(node, (*_DEFINITIONS, ast.ClassDef, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+    if isinstance(node, (*DEFINITIONS, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
         return getattr(node, "name", None) == name
     if isinstance(node, (ast.arg, ast.keyword)):
         return node.arg == name
@@ -282,14 +295,8 @@ def _loop_over(node: ast.AST | str, parents: Parents) -> tuple[ast.AST, ast.AST]
         return None
     if not PASS_THROUGH[call.func.id]:
         return loop, loop.target
-    pair = _items(loop.target)
+    pair = tuple_items(loop.target)
     return (loop, pair[1]) if pair is not None and len(pair) == 2 else None
-
-
-def _items(node: ast.AST) -> list[ast.expr] | None:
-    if isinstance(node, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in node.elts):
-        return list(node.elts)
-    return None
 
 
 def _callee_parameter(module: Module, node: ast.AST | str, parents: Parents
@@ -330,7 +337,7 @@ def _definitions(tree: ast.Module) -> Iterator[tuple[ast.FunctionDef | ast.Async
     stack: list[tuple[ast.AST, Parents]] = [(tree, ())]
     while stack:
         node, parents = stack.pop()
-        if isinstance(node, _DEFINITIONS):
+        if isinstance(node, FUNCTIONS):
             yield node, parents
         if node is tree or isinstance(node, (ast.stmt, ast.ExceptHandler, ast.match_case)):
             stack.extend((child, (*parents, node)) for child in ast.iter_child_nodes(node)
@@ -341,9 +348,9 @@ def _definition_reached(module: Module, function: ast.AST, parents: Parents) -> 
     """loaders._definition_path: the call's name means `function`: defined at module level or
     directly in a function around the call (no class between), not a parameter there."""
     name = function.name  # type: ignore[attr-defined]
-    scopes = [p for p in parents if isinstance(p, (*_DEFINITIONS, ast.ClassDef))]
+    scopes = [p for p in parents if isinstance(p, DEFINITIONS)]
     for outer in scopes:
-        if isinstance(outer, _DEFINITIONS):
+        if isinstance(outer, FUNCTIONS):
             params = outer.args
             if any(p.arg == name for p in (*params.posonlyargs, *params.args, *params.kwonlyargs)):
                 return False
@@ -351,7 +358,7 @@ def _definition_reached(module: Module, function: ast.AST, parents: Parents) -> 
         return True
     for depth, outer in enumerate(scopes):
         if any(statement is function for statement in outer.body):
-            return all(isinstance(scope, _DEFINITIONS) for scope in scopes[: depth + 1])
+            return all(isinstance(scope, FUNCTIONS) for scope in scopes[: depth + 1])
     return False
 
 
@@ -375,7 +382,7 @@ def _move(target: ast.AST) -> bool:
 def _names(target: ast.AST) -> list[str] | None:
     if isinstance(target, ast.Name):
         return [target.id]
-    items = _items(target)
+    items = tuple_items(target)
     if items is None:
         return None
     found: list[str] = []
@@ -390,19 +397,18 @@ def _names(target: ast.AST) -> list[str] | None:
 def alias_goes(call: ast.Call, loader: ast.AST, parents: Parents) -> bool:
     """aliases.without_alias: whether `x = <call>`, which the fix makes `x = loader`, goes
     (and every read of `x` in its function becomes `loader`)."""
-    statement = parents[-1]
-    if not (isinstance(loader, ast.Name) and isinstance(statement, ast.Assign) and statement.value is call
-            and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)):
+    assigned = _assigned_name(call, parents)
+    if not isinstance(loader, ast.Name) or assigned is None:
         return False
-    alias, name = statement.targets[0].id, loader.id
+    (statement, alias), name = assigned, loader.id
     if alias == name:
         return True
     function = None
     for parent in reversed(parents):
-        if isinstance(parent, _DEFINITIONS):
+        if isinstance(parent, FUNCTIONS):
             function = parent
             break
-        if isinstance(parent, _SCOPES):
+        if isinstance(parent, SCOPED):
             return False
     if function is None:
         return False
@@ -423,14 +429,14 @@ class _Bindings:
         self.unclear = False
 
     def visit(self, node: ast.AST, depth: int) -> None:
-        if isinstance(node, _SCOPES):
+        if isinstance(node, SCOPED):
             depth += 1
-            if isinstance(node, (*_DEFINITIONS, ast.ClassDef)):
+            if isinstance(node, DEFINITIONS):
                 self._name(node.name, node, depth)
         if isinstance(node, (ast.Global, ast.Nonlocal)) and self.names.intersection(node.names):
             self.unclear = True
         for target in _bound(node):
-            self._bind(target, node, depth)
+            self._bind(target, depth)
         if isinstance(node, ast.arg):
             self._name(node.arg, node, depth)
         elif isinstance(node, ast.alias):
@@ -442,14 +448,14 @@ class _Bindings:
         for child in ast.iter_child_nodes(node):
             self.visit(child, depth)
 
-    def _bind(self, target: ast.AST, owner: ast.AST, depth: int) -> None:
+    def _bind(self, target: ast.AST, depth: int) -> None:
         if isinstance(target, ast.Name):
             self._name(target.id, target, depth)
         elif isinstance(target, (ast.Tuple, ast.List)):
             for element in target.elts:
-                self._bind(element, owner, depth)
+                self._bind(element, depth)
         elif isinstance(target, ast.Starred):
-            self._bind(target.value, owner, depth)
+            self._bind(target.value, depth)
 
     def _name(self, name: str, where: ast.AST, depth: int) -> None:
         if name not in self.names:

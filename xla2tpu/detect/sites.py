@@ -27,7 +27,7 @@ from xla2tpu.ast_blocks import Group, blocks, first_line, lazy_imports
 from xla2tpu.detect import (ast_earlier, ast_patterns, call_shapes, collective_sites, env_access_site, launch_site,
                             loader_site, rate_tracker_site)
 from xla2tpu.detect.names import dotted_name
-from xla2tpu.detect.order import arguments, children
+from xla2tpu.detect.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
 from xla2tpu.detect.positions import Positions
 from xla2tpu.lints import LINTS
@@ -64,6 +64,13 @@ EXPRESSION_KINDS = {
 OTHER_PROCESS_ENV = frozenset({"env_vars", "env"})
 
 
+# What an ast-decided transform found it writes or edits, for after_fixes.
+TransformMade = collective_sites.Made | tuple[tuple[ast.Call, Scope], ...] | None
+# A transform's decision on the ast: whether its fix can be made, the templates whose names it
+# spells, and what it found (`TransformMade`).
+Decision = tuple[bool, tuple[str, ...], TransformMade]
+
+
 @dataclass
 class Found:
     """One site: the rule and case that decide it, where it is reported, and its fix."""
@@ -84,7 +91,7 @@ class Found:
     decided: bool = False  # a transform whose fix the ast decided (`Detector._transform_decision`)
     # What an ast-decided transform found it writes or edits: a collective's templates
     # (collective_sites.Made), a parallel loader's per-device calls (each with its scope).
-    made: collective_sites.Made | tuple[tuple[ast.Call, Scope], ...] | None = field(default=None, compare=False, repr=False)
+    made: TransformMade = field(default=None, compare=False, repr=False)
     # What the fix leaves of the code around it is judged from these (detect/after_fixes.py):
     # the scope the site reads in, the nodes from the module down to it, and what its
     # template's placeholders bind (a call's parameters, an expression pattern's slots).
@@ -117,7 +124,8 @@ class Detector:
                  target: str, apply: frozenset[FixClass], facts: Facts = UNKNOWN,
                  env_reads: frozenset[str] = frozenset(), kept: Collection[int] = ()) -> None:
         self.tree = tree
-        self.kept = kept  # ids of the top-level statements LibCST parses (engine.py)
+        # The module as LibCST's pass parses it (`kept`: ids of its top-level statements, engine.py).
+        self._module = loader_site.Module(tree, kept)
         self.source = source
         self.index = index
         self.scopes = scopes
@@ -139,7 +147,6 @@ class Detector:
         self._inner_start: dict[int, int] = {}  # call-rule calls -> the first finding in their arguments
         self._at: dict[int, Found] = {}  # node -> its site
         self._reads_definition: Callable[[ast.AST], bool] | None = None
-        self._made: collective_sites.Made | tuple[tuple[ast.Call, Scope], ...] | None = None  # for the Found being decided
 
     # ------------------------------------------------------------------ walking
     def run(self, statements: Sequence[tuple[str, Group]], holds: Callable[[str], bool] | None = None,
@@ -351,61 +358,63 @@ class Detector:
             return
         transform = case.action == "transform"
         structural = transform or (case.action == "replace" and template_text.is_statement(case.template))
-        decided = False
+        decided, made = False, None
         note = ""
         if transform:
             fixable = case.fixable and site.args is not None
             decision = self._transform_decision(case, node, site.args) if fixable else None
             if decision is not None:
-                fixable, decided = decision[0], True
+                (fixable, texts, made), decided = decision, True
                 if fixable:  # the rewriter refuses it when a name it spells does not reach its module
-                    note = self._spell_note([name for text in decision[1] for name in template_text.spelled_names(text)])
+                    note = self._spell_note([name for text in texts for name in template_text.spelled_names(text)])
         else:  # a statement template replaces the call's line, when the call is all of it
             fixable = case.fixable and _can_fix(case, site) and (not structural or self._whole_line())
         if fixable and case.action == "replace":
             note = self._spell_note(template_text.spelled_names(case.template))
         found = self._add("call", rule, case, node, fixable, note, qualname, structural, key=dotted_name(node.func) or "")
-        found.decided, found.made = decided, self._made
-        self._made = None
+        found.decided, found.made = decided, made
         found.inner = (start, len(self.found) - 1)
         found.args, found.star_args = site.args, site.star_args
         # A transform that may be made is decided when it is built (rewriter.py); one the
         # rewriter refuses keeps its arguments.
         found.keeps_arguments = bool(note) or not (transform and fixable) and (not fixable or case.fix is FixClass.MANUAL)
 
-    def _transform_decision(self, case: Case, node: ast.Call,
-                            args: Mapping[str, ast.AST]) -> tuple[bool, tuple[str, ...]] | None:
-        """Whether the transform's fix can be made at the call being left, and the templates
-        whose names it spells there, for the transforms whose answer the code around the
-        call gives (rewriter.py builds them alike); None: only building it tells."""
+    def _transform_decision(self, case: Case, node: ast.Call, args: Mapping[str, ast.AST]) -> Decision | None:
+        """Whether the transform's fix can be made at the call being left, the templates whose
+        names it spells there and what after_fixes needs of it (`Found.made`), for the
+        transforms whose answer the code around the call gives (rewriter.py builds them
+        alike); None: only building it tells."""
         template = case.template
         if template == "call-closure":
-            return True, ()  # its case holds when the closure is there: it is called in place
+            return True, (), None  # its case holds when the closure is there: it is called in place
         if template in collective_sites.TEMPLATES:
-            call = collective_sites.Call(args, _reduction(node), lambda n: resolve(self.scope, n), self._whole_line(),
+            call = collective_sites.Call(node, args, lambda n: resolve(self.scope, n), self._whole_line(),
                                          self._assigned_line(node))
-            made = self._made = collective_sites.made(template, call)
-            return (False, ()) if made is None else (True, made.texts)
+            made = collective_sites.made(template, call)
+            return (False, (), None) if made is None else (True, made.texts, made)
         if template == loader_site.TEMPLATE:
-            return loader_site.makeable(loader_site.Module(self.tree, self.kept), node, args, tuple(self._parents))
+            loader = loader_site.makeable(self._module, node, args, tuple(self._parents))
+            return None if loader is None else (*loader, None)
         if template == loader_site.PARALLEL:
-            parallel = loader_site.parallel_makeable(loader_site.Module(self.tree, self.kept), node, args, tuple(self._parents))
+            parallel = loader_site.parallel_makeable(self._module, node, args, tuple(self._parents))
             if parallel is None:
                 return None
             # Each per-device call with the scope it reads in (its nearest scope the walk knows).
-            self._made = tuple((outer, next((self.scopes.of[id(p)] for p in reversed(ancestors) if id(p) in self.scopes.of),
-                                            self.scopes.module)) for outer, ancestors in parallel[2])
-            return parallel[0], parallel[1]
+            calls = tuple((outer, next((self.scopes.of[id(p)] for p in reversed(ancestors) if id(p) in self.scopes.of),
+                                       self.scopes.module)) for outer, ancestors in parallel[2])
+            return parallel[0], parallel[1], calls
         if template in call_shapes.TEXTS:
             statement = self._parent(3) if template == "with-unwrap" else self._parent(2)
             made = call_shapes.makeable(template, node, args, self._parent(2), statement, self._assigned_line(node))
-            return made, call_shapes.TEXTS[template]
+            return made, call_shapes.TEXTS[template], None
         if template in env_access_site.TEMPLATES:
-            return env_access_site.makeable(template, args, self.positions.line_texts), env_access_site.TEMPLATES[template]
+            makeable = env_access_site.makeable(template, args, self.positions.line_texts)
+            return makeable, env_access_site.TEMPLATES[template], None
         if template == rate_tracker_site.TEMPLATE:  # its class spells `time` as it is, at module level
-            return rate_tracker_site.clock(self.scopes.module) is not None, ()
+            return rate_tracker_site.clock(self.scopes.module) is not None, (), None
         if template == launch_site.TEMPLATE:
-            return launch_site.launchable(args, self._whole_line(), self.scope.parent is None, self.source), launch_site.TEMPLATES
+            launchable = launch_site.launchable(args, self._whole_line(), self.scope.parent is None, self.source)
+            return launchable, launch_site.TEMPLATES, None
         if template == "drop-printed-report":
             # The report is the one positional argument of a printing call that is a line of
             # its own (transforms/helpers.drop_printed_report).
@@ -417,7 +426,7 @@ class Detector:
                 and printer.args == [node]
                 and all(keyword.arg is not None for keyword in printer.keywords)
                 and self._whole_line(depth=3)
-            ), ()
+            ), (), None
         return None
 
     def _whole_line(self, depth: int = 2, kind: type[ast.stmt] = ast.Expr) -> bool:
@@ -646,21 +655,6 @@ class Detector:
             slot for slot, node in slots.items()
             if known_tensor_ast(node, lambda n: resolve(scope, n), self.tensor_names)
         )
-
-
-def _reduction(call: ast.Call) -> ast.AST | None:
-    """The argument that names a collective's reduction: the first in source order when it
-    is not a keyword, else the `reduce_type` keyword (collectives._reduce_op on LibCST's)."""
-    for position, argument in enumerate(arguments(call)):
-        if isinstance(argument, ast.keyword) and argument.arg is None:  # `**options`
-            if position == 0:
-                return argument.value
-        elif isinstance(argument, ast.keyword):
-            if argument.arg == "reduce_type":
-                return argument.value
-        elif position == 0:
-            return argument.value if isinstance(argument, ast.Starred) else argument
-    return None
 
 
 def lint_reads(rule: Rule, target: str, text: str) -> bool:

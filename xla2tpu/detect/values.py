@@ -35,6 +35,14 @@ def literal_text(node: ast.AST, source_lines: Sequence[str]) -> str | None:
     return node.value
 
 
+def tuple_items(node: ast.AST | None) -> list[ast.expr] | None:
+    """The elements of a tuple or list literal without starred items, else None
+    (transforms/forms.tuple_items on LibCST's tree)."""
+    if isinstance(node, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in node.elts):
+        return list(node.elts)
+    return None
+
+
 def simple_string(node: ast.AST, source_lines: Sequence[str]) -> bool:
     """Whether `node` is one string or bytes literal as written (LibCST's SimpleString): not
     an f-string, not several literals CPython's tree joins."""
