@@ -71,6 +71,7 @@ _LAUNCH = (b"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed
            b"if __name__ == '__main__':\n    %s\n")
 
 
+_IF_DEVICES = b"import torch_xla.core.xla_model as xm\nif len(xm.get_xla_supported_devices()) > 1:\n%sprint(1)\n"
 _LOADER = b"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.parallel_loader as pl\n\n\n%s"
 _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.distributed.init_process_group('tpu')\n\n\n"
                b"def f(a, b, s, model):\n    %s\n    return y\n")
@@ -86,9 +87,42 @@ _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.dist
     # A test that does something stays as a statement: only making the fix tells what of it.
     (b"import torch_xla.core.xla_model as xm\nif check(xm.get_xla_supported_devices()):\n    xm.mark_step()\nprint(1)\n",
      True),
-    # A comment the pruner keeps keeps the emptied block, and the `if` with it.
-    (b"import torch_xla.core.xla_model as xm\nif len(xm.get_xla_supported_devices()) > 1:\n    # ^^ see above\n"
-     b"    xm.mark_step()\nprint(1)\n", True),
+    # A comment the pruner keeps (one pointing up, one set off by a blank line) keeps the
+    # emptied block, and the `if` with it; the comment right above a deleted statement goes
+    # with it, as does one above an `elif` that goes; a one-line block or one after a `;`
+    # has no comment of its own.
+    *((_IF_DEVICES % body, False) for body in (
+        b"    # ^^ see above\n    xm.mark_step()\n",
+        b"    # run the pending graph\n    xm.mark_step()\n",
+        b"    # a note\n\n    xm.mark_step()\n",
+        b"    # a\n    xm.mark_step()\n    # b\n    xm.mark_step()\n    # trailing\n",
+        b"    # a\n    xm.mark_step()\n\n    # b\n\n    xm.mark_step()\n",
+        b"    xm.mark_step()\n# c\n\nelif len(xm.get_xla_supported_devices()) > 2:\n    xm.mark_step()\n",
+        b"    # note\n\n    a = 1; xm.mark_step()\n",
+    )),
+    (b"import torch_xla.core.xla_model as xm\n# note\n\nif len(xm.get_xla_supported_devices()) > 1: xm.mark_step()\n"
+     b"print(1)\n", False),
+    # An emptied unittest hook goes (undecorated but for classmethod, in a class or, for the
+    # module's hooks, at the top level), and what its definition read with it.
+    (b"import unittest\nimport torch_xla.core.xla_model as xm\nclass T(unittest.TestCase):\n    @classmethod\n"
+     b"    def setUpClass(cls):\n        xm.mark_step()\n    def test(self):\n        print(xm.xla_device())\n", False),
+    (b"import unittest\nimport torch_xla.core.xla_model as xm\nclass T(unittest.TestCase):\n    @with_module(xm)\n"
+     b"    def setUp(self):\n        xm.mark_step()\n", False),
+    (b"import torch_xla.core.xla_model as xm\ndef setUp(d=xm):\n    xm.mark_step()\n", False),
+    (b"import torch_xla.core.xla_model as xm\ndef setUpModule(d=xm):\n    xm.mark_step()\n", False),
+    # An import removal that empties a block: the pruner takes it (an emptied `try:` whose
+    # handlers do nothing goes); the import pass runs again when an `if` with a finding for
+    # a human in its test goes or has its branches become one: only making it tells.
+    (b"import torch\nif is_torch_xla_available():\n    import torch_xla.core.xla_model as xm\nd = xm.xla_device()\n", False),
+    (b"import torch\ndef f():\n    if x:\n        # why\n\n        import torch_xla.core.xla_model as xm\n    return 1\n",
+     False),
+    (b"import torch_xla.core.xla_model as xm\nif a:\n    import torch_xla.debug.metrics as met\n    f()\nelse:\n    f()\n", False),
+    *((_IF_DEVICES % body, parsed) for body, parsed in (
+        (b"    import torch_xla.debug.metrics as met\n", True),
+        (b"    import torch_xla.debug.metrics as met\n    f()\nelse:\n    f()\n", True),
+        (b"    try:\n        import torch_xla.debug.metrics as met\n    except ImportError:\n        pass\n", True),
+        (b"    try:\n        import torch_xla.debug.metrics as met\n    except KeyError:\n        log()\n", False),
+    )),
     # A step closure is called in place: what it is given stays read (the import stays).
     (b"import torch_xla.core.xla_model as xm\nxm.add_step_closure(log, args=(xm,))\n", False),
     # A statement that only prints a report goes with it; one that prints more stays.

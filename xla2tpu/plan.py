@@ -67,15 +67,16 @@ def _bound(node: ast.Import | ast.ImportFrom, canonical: Canonicaliser) -> Itera
 
 _STRING = re.compile(r"([\"']).*?\1")
 _IDENTIFIER = re.compile(r"(?<![{\w])[A-Za-z_]\w*(?![}\w])")
-_UNTOKENED: dict[int, tuple[frozenset[str], tuple[str, ...], str]] = {}
+_UNTOKENED: dict[int, tuple[frozenset[str], tuple[str, ...], re.Pattern[str]]] = {}
 
 
-def _untokened(index: RuleIndex) -> tuple[frozenset[str], tuple[str, ...], str]:
+def _untokened(index: RuleIndex) -> tuple[frozenset[str], tuple[str, ...], re.Pattern[str]]:
     """What the selected rules match that holds no prefilter token (a rule gated by `file-matches`,
     e.g. on `torch._dynamo.mark_dynamic`): the last component of each such name (any spelling of
     it, through an import of a module above it, ends with it), and the names themselves (an
     import of the name, or of a module under it, binds an alias to watch). Last, the string
-    patterns of string-argument rules (`inductor`), searched right after a quote."""
+    patterns of string-argument rules (`inductor`), searched right after a quote, compiled
+    once (every file's names differ, its strings do not)."""
     key = id(index)  # indexes are built once per selection and kept (index.build is cached)
     if key not in _UNTOKENED:
         names = [*index.calls.exact, *index.references.exact, *index.imports.exact]
@@ -91,7 +92,7 @@ def _untokened(index: RuleIndex) -> tuple[frozenset[str], tuple[str, ...], str]:
         # the quote leads the pattern, so that the regex engine skips to the quotes.
         strings = "|".join(f"(?:{rule.pattern.pattern})" for rule in index.string_args if rule.pattern is not None)
         strings = f"[\"'](?:{strings})" if strings else r"(?!x)x"
-        _UNTOKENED[key] = (frozenset(n.rsplit(".", 1)[-1] for n in names), tuple(names), strings)
+        _UNTOKENED[key] = (frozenset(n.rsplit(".", 1)[-1] for n in names), tuple(names), re.compile(strings))
     return _UNTOKENED[key]
 
 
@@ -125,7 +126,8 @@ class Plan:
                     ):
                         interesting.add(bound)
         self.watched = frozenset(watched)
-        self._reads = _compiled(f"{words(interesting)}|{strings}")
+        self._reads = _compiled(words(interesting))
+        self._strings = strings
         self._matched: dict[str, bool] = {}
 
     @functools.cached_property
@@ -140,7 +142,8 @@ class Plan:
         statement by each pass that reads it: answered once)."""
         found = self._matched.get(text)
         if found is None:
-            found = self._matched[text] = holds_token(text) or self._reads.search(text) is not None
+            found = self._matched[text] = (holds_token(text) or self._reads.search(text) is not None
+                                           or self._strings.search(text) is not None)
         return found
 
     def reads_definition(self, text: str) -> bool:

@@ -8,13 +8,14 @@ template's placeholders name; an expression, keeping its slots), replaces the ca
 with a statement template's, or deletes the statement the site is. The pruner then removes
 what the deletions emptied, by its rules, told here on the ast: an `if` whose test only
 reads (its reads go, and the findings in it are resolved), a `for` over a `range`, a `with`
-of autograd state; other blocks keep `pass`. Where that cannot be told (None), the file
-goes through LibCST: a transform other than a step closure's call or a printed report's
-deletion (only building it decides what it writes), a deletion in a `try:` (it changes what
-guards the imports there), a comment in an emptied block (the pruner keeps the block when it
-keeps the comment), an `if` left with a test that does something, an `if` whose branches may become the same, an emptied unittest hook or module,
-a replaced node that opens a scope of its own, a template that writes an import's own
-name, an import removal that empties a block.
+of autograd state, an undecorated unittest hook; other blocks keep `pass`, as does one
+that keeps a comment. The import pass's removals are pruned alike (an emptied `try:` then
+goes too). Where that cannot be told (None), the file goes through LibCST: a transform the
+ast did not decide, a deletion in a `try:` before the imports are decided (it changes what
+guards them), an `if` left with a test that does something, an `if` whose branches may
+become the same, an emptied module, a replaced node that opens a scope of its own, a
+template that writes an import's own name, an import removal that makes the import pass
+run again.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from xla2tpu import template_text
 from xla2tpu.ast_blocks import first_line
 from xla2tpu.conditions import message_of
 from xla2tpu.detect import call_shapes, env_access_site, launch_site, loader_site, rate_tracker_site
-from xla2tpu.detect.imports import ImportSite, decide
+from xla2tpu.detect.imports import ImportSite, decide, holds_only
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.scopes import FUNCTIONS, SCOPED, Scopes
@@ -64,9 +65,12 @@ class Leftovers:
         self._owners: dict[int, tuple[ast.AST, tuple[ast.AST, ...]]] = {}  # id -> (owner, nodes down to it)
         self._applied = sites.applied_sites()
         self._wild = {id(site.node) for site in self._applied}  # nodes whose code the fixes change
+        self._imports_decided = False  # until then a deletion in a `try:` changes what it guards
         for site in self._applied:
             self._take(site)
         self._prune()
+        self._same_branches({id(node): node for site in self._applied for node in site.parents
+                             if isinstance(node, ast.If)}.values())
 
     # ------------------------------------------------------------------ the fixes
     def _take(self, site: Found) -> None:
@@ -198,7 +202,7 @@ class Leftovers:
     def _delete(self, statement: ast.stmt, chain: tuple[ast.AST, ...], scope: Scope) -> None:
         """`statement` goes (`chain`: the nodes from the module down to its block's owner)."""
         owner = chain[-1]
-        if isinstance(owner, (*_TRY, ast.ExceptHandler)):
+        if isinstance(owner, (*_TRY, ast.ExceptHandler)) and not self._imports_decided:
             raise _CannotTell  # what the `try:` guards changes
         self._deleted.add(id(statement))
         self._region(scope, statement)
@@ -230,30 +234,43 @@ class Leftovers:
         while self._pending:
             _, key = heapq.heappop(self._pending)
             self._emptied(*self._owners[key])
-        self._same_branches()
 
     def _empty(self, block: Sequence[ast.stmt]) -> bool:
+        """Whether the deletions empty `block` as the pruner sees it: every statement goes and
+        no comment line above one of them stays (statements.prune)."""
         if not all(id(statement) in self._deleted for statement in block):
             return False
-        if self._comments(block):
-            raise _CannotTell  # a comment the deletions leave keeps the block (`pass` under it)
-        return True
+        # The block keeps `pass` under a comment that stays.
+        return not any(self._keeps_comment(statement) for statement in block)
 
-    def _comments(self, block: Sequence[ast.stmt]) -> bool:
-        """Whether a comment line sits among the block's statements or right above them
-        (after the line that opens the block): whether the pruner keeps one is judged on
-        LibCST's tree (statements.prune)."""
-        above = first_line(block[0]) - 1
-        while above >= 1 and (not self._lines[above - 1].strip() or self._lines[above - 1].lstrip().startswith("#")):
-            above -= 1
-        last = max(statement.end_lineno or statement.lineno for statement in block)
-        return any(line.lstrip().startswith("#") for line in self._lines[above:last])
+    def _keeps_comment(self, statement: ast.stmt) -> bool:
+        """Whether a comment line above `statement` stays when it goes: the lines above a
+        statement, up to the code before it, are LibCST's `leading_lines`
+        of it, and the comment block right above it goes with it unless it points up
+        (`# ^^ ...`); a comment set off by a blank line stays (statements._undescribed, for
+        a statement with nothing kept below it in its block)."""
+        first = first_line(statement)
+        text = self._lines[first - 1]
+        if statement.col_offset != len(text) - len(text.lstrip()):
+            return False  # after a `;` or a block's colon: what is above is not its own
+        if isinstance(statement, ast.If) and text.lstrip().startswith("elif"):
+            return False  # an `elif` goes whole, with the lines above it
+        top = first - 1
+        while top and (not self._lines[top - 1].strip() or self._lines[top - 1].lstrip().startswith("#")):
+            top -= 1
+        region = [line.lstrip() for line in self._lines[top:first - 1]]
+        start = len(region)
+        while start and region[start - 1].startswith("#"):
+            start -= 1
+        if start < len(region) and region[start].lstrip("# ").startswith("^"):
+            return True
+        return any(line.startswith("#") for line in region[:start])
 
     def _emptied(self, owner: ast.AST, chain: tuple[ast.AST, ...]) -> None:
         scope = self._scope(chain)
         if isinstance(owner, ast.Module):
-            if self._empty(owner.body):
-                raise _CannotTell
+            if all(id(statement) in self._deleted for statement in owner.body):
+                raise _CannotTell  # what a module left without code keeps of its comments
             return
         if isinstance(owner, ast.If):
             if not self._empty(owner.body) or (owner.orelse and not self._empty(owner.orelse)):
@@ -268,8 +285,13 @@ class Leftovers:
         elif isinstance(owner, (ast.With, ast.AsyncWith)):
             if self._empty(owner.body) and all(_state_context(item.context_expr) for item in owner.items):
                 self._delete(owner, chain[:-1], scope)
-        elif isinstance(owner, FUNCTIONS) and owner.name in TEST_HOOKS | MODULE_HOOKS and self._empty(owner.body):
-            raise _CannotTell  # an emptied unittest hook may go
+        elif isinstance(owner, FUNCTIONS) and self._empty(owner.body) and _unittest_hook(owner, chain[-2]):
+            self._delete(owner, chain[:-1], scope)  # unittest's own does nothing (Scopes reads its parts in it)
+        elif isinstance(owner, _TRY) and self._empty(owner.body):  # only once the imports are decided
+            if owner.orelse or owner.finalbody:
+                raise _CannotTell  # they stay, as plain statements
+            if all(holds_only(handler.body) for handler in owner.handlers):
+                self._delete(owner, chain[:-1], scope)  # an emptied `try:` cannot raise
         # Anything else emptied keeps `pass`.
 
     def _scope(self, chain: tuple[ast.AST, ...]) -> Scope:
@@ -282,18 +304,21 @@ class Leftovers:
 
     def _resolve(self, test: ast.expr) -> None:
         """The findings left for a human in the test of an `if` that goes go with it."""
+        self.resolved += self._findings_in(test)
+
+    def _findings_in(self, test: ast.expr) -> list[Found]:
+        """The sites left for a human in `test`, reported."""
         inside = {id(node) for node in ast.walk(test)}
         # Not a lint's: the LibCST pass resolves the sites it visits (pruner.py), and lints
         # are found on CPython's tree only.
-        self.resolved += [site for site in self._sites.found
-                          if id(site.node) in inside and site.category != "lint" and not self._sites.applied(site)
-                          and id(site) in self._sites.index]
+        return [site for site in self._sites.found
+                if id(site.node) in inside and site.category != "lint" and not self._sites.applied(site)
+                and id(site) in self._sites.index]
 
-    def _same_branches(self) -> None:
-        """An `if` whose two branches the fixes may make the same is replaced by one of them:
-        only making the fixes tells."""
-        owners = {id(node): node for site in self._applied for node in site.parents if isinstance(node, ast.If)}
-        for owner in owners.values():
+    def _same_branches(self, owners: Iterable[ast.If]) -> None:
+        """An `if` of `owners` whose two branches the fixes may make the same is replaced by
+        one of them: only making the fixes tells."""
+        for owner in owners:
             if owner.orelse and id(owner) not in self._deleted:
                 body = [s for s in owner.body if id(s) not in self._deleted]
                 orelse = [s for s in owner.orelse if id(s) not in self._deleted]
@@ -323,14 +348,29 @@ class Leftovers:
                     return True
         return False
 
-    def import_removed(self, removed: Sequence[ImportSite]) -> None:
-        """The import pass removes these aliases; a statement left without any goes, and
-        one that empties a block makes the pruner run again: only making it tells."""
-        statement = removed[0].statement
-        if len(removed) == len(statement.names):
-            self._deleted.add(id(statement))
-            if self._empty(removed[0].block):
-                raise _CannotTell
+    def imports_removed(self, removed: Iterable[Sequence[ImportSite]]) -> None:
+        """The import pass removes these aliases (per statement); a statement left without
+        any goes, and the pruner takes what that empties. The findings stay those of the
+        pass unless an `if` that goes, or whose two branches become one, has findings for a
+        human in its test: the pass then runs again (libcst_pass._import_hygiene), and only
+        making it tells. (Another `if` whose branches become one changes no finding.)"""
+        self._imports_decided = True
+        before = len(self.resolved)
+        branching: dict[int, ast.If] = {}
+        for aliases in removed:
+            site = aliases[0]
+            if len(aliases) < len(site.statement.names):
+                continue
+            self._deleted.add(id(site.statement))
+            owner = site.chain[-1]
+            branching.update((id(node), node) for node in site.chain if isinstance(node, ast.If))
+            if id(owner) not in self._owners:
+                self._owners[id(owner)] = (owner, site.chain)
+                heapq.heappush(self._pending, (-len(site.chain), id(owner)))
+        self._prune()
+        self._same_branches(owner for owner in branching.values() if self._findings_in(owner.test))
+        if len(self.resolved) > before:
+            raise _CannotTell
 
 
 def _kept(site: Found, templates: Sequence[str] | None = None) -> list[ast.AST]:
@@ -381,6 +421,13 @@ def _inert_arguments(call: ast.Call, queries: Collection[int] = ()) -> bool:
             and all(k.arg is not None and _inert(k.value, queries) for k in call.keywords))
 
 
+def _unittest_hook(function: ast.FunctionDef | ast.AsyncFunctionDef, parent: ast.AST) -> bool:
+    """pruner._without_hooks: a unittest hook of a class, or of the module, undecorated but
+    for `classmethod`/`staticmethod`."""
+    hooks = TEST_HOOKS if isinstance(parent, ast.ClassDef) else MODULE_HOOKS if isinstance(parent, ast.Module) else ()
+    return function.name in hooks and all(dotted_name(d) in ("classmethod", "staticmethod") for d in function.decorator_list)
+
+
 def _fixed_iterable(iterable: ast.expr) -> bool:
     """pruner._fixed_iterable on CPython's tree."""
     if isinstance(iterable, ast.Call):
@@ -419,8 +466,7 @@ def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: 
                                     where.end.line, where.end.column + 1))
             if applied and case.action == "remove-import":
                 removed.setdefault(id(site.statement), []).append(site)
-        for going in removed.values():
-            left.import_removed(going)
+        left.imports_removed(removed.values())
     except _CannotTell:
         return None
     return found

@@ -33,6 +33,7 @@ class ImportSite:
     top_level: bool  # not inside a function
     statement: ast.Import | ast.ImportFrom = field(compare=False)
     block: Sequence[ast.stmt] = field(compare=False)  # the statements the import is one of
+    chain: tuple[ast.AST, ...] = field(compare=False)  # the nodes from the module down to the block's owner
 
 
 def aliases(node: ast.Import | ast.ImportFrom, canonical: Canonicaliser) -> Iterator[tuple[str, str, ast.alias]]:
@@ -54,26 +55,28 @@ def import_sites(tree: ast.Module, scopes: Scopes, index: RuleIndex) -> list[Imp
     binds_in = {id(node): scope for node, scope in scopes.imports}
     found: list[ImportSite] = []
 
-    def walk(body: Sequence[ast.AST], guards: tuple[bool | None, ...], depth: int) -> None:
+    def walk(body: Sequence[ast.AST], guards: tuple[bool | None, ...], depth: int, chain: tuple[ast.AST, ...]) -> None:
         for node in body:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 for qualname, bound, alias in aliases(node, scopes.canonical):
                     rule = index.imports.find(qualname)
                     if rule is not None:
                         found.append(ImportSite(rule, qualname, bound, alias, binds_in[id(node)], _guarded(guards), depth == 0,
-                                                node, body))
+                                                node, body, chain))
             elif isinstance(node, FUNCTIONS):
-                walk(node.body, (*guards, None), depth + 1)  # its imports run later, outside any `try:`
+                walk(node.body, (*guards, None), depth + 1, (*chain, node))  # its imports run later, outside any `try:`
             elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
                 # Only the `try:` body is guarded: not a handler, `else:` or `finally:`.
-                walk(node.body, (*guards, decides_import_guard(node)), depth)  # type: ignore[arg-type]
-                for block in blocks(node)[1:]:
-                    walk(block, (*guards, False), depth)
+                walk(node.body, (*guards, decides_import_guard(node)), depth, (*chain, node))  # type: ignore[arg-type]
+                for handler in node.handlers:  # type: ignore[attr-defined]
+                    walk(handler.body, (*guards, False), depth, (*chain, node, handler))
+                for block in (node.orelse, node.finalbody):  # type: ignore[attr-defined]
+                    walk(block, (*guards, False), depth, (*chain, node))
             else:
                 for block in blocks(node):
-                    walk(block, guards, depth)
+                    walk(block, guards, depth, (*chain, node))
 
-    walk(tree.body, (), 0)
+    walk(tree.body, (), 0, (tree,))
     return found
 
 
@@ -101,11 +104,11 @@ def guard_decides(handlers_inert: Sequence[bool], body_only_imports: bool, has_e
 def decides_import_guard(node: ast.Try) -> bool:
     """guard_decides, judged on the code as written."""
     handlers = [h for h in node.handlers if catches_import_error(h)]
-    return guard_decides([_holds_only(h.body) for h in handlers], _holds_only(node.body, (ast.Import, ast.ImportFrom)),
+    return guard_decides([holds_only(h.body) for h in handlers], holds_only(node.body, (ast.Import, ast.ImportFrom)),
                          bool(node.orelse))
 
 
-def _holds_only(body: Sequence[ast.stmt], kinds: tuple[type[ast.stmt], ...] = ()) -> bool:
+def holds_only(body: Sequence[ast.stmt], kinds: tuple[type[ast.stmt], ...] = ()) -> bool:
     """The block holds only statements of `kinds` (and `pass` / `...` / a docstring)."""
     return all(
         isinstance(node, (ast.Pass, *kinds))

@@ -147,6 +147,7 @@ class Detector:
         self._inner_start: dict[int, int] = {}  # call-rule calls -> the first finding in their arguments
         self._at: dict[int, Found] = {}  # node -> its site
         self._reads_definition: Callable[[ast.AST], bool] | None = None
+        self._holds: Callable[[str], bool] | None = None
 
     # ------------------------------------------------------------------ walking
     def run(self, statements: Sequence[tuple[str, Group]], holds: Callable[[str], bool] | None = None,
@@ -156,6 +157,7 @@ class Detector:
         token, an alias of a torch_xla import...), `read(definition)` a method or nested
         function: the others are not walked (nor were they by Scopes)."""
         self._reads_definition = read
+        self._holds = holds
         self._lints(statements)
         self._parents.append(self.tree)
         for text, group in statements:
@@ -182,9 +184,12 @@ class Detector:
     def _visit(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)):
             return
-        if (self._reads_definition is not None and isinstance(node, DEFINITIONS) and self._parents[-1] is not self.tree
-                and not self._reads_definition(node)):
-            return
+        if isinstance(node, ast.stmt) and self._parents[-1] is not self.tree:
+            if isinstance(node, DEFINITIONS):
+                if self._reads_definition is not None and not self._reads_definition(node):
+                    return
+            elif self._holds is not None and not self._holds(self.positions.lines(node.lineno, node.end_lineno)):  # type: ignore[arg-type]
+                return  # as a top-level statement: nothing in it can be a site
         self._parents.append(node)
         scope = self.scopes.of.get(id(node))
         if scope is not None:
