@@ -315,6 +315,15 @@ def test_a_hardware_finding_spans_its_evidence() -> None:
     assert (finding.line, finding.col, finding.end_line, finding.end_col) == (2, 1, 2, 21)  # the statement
 
 
+def test_the_first_evidence_is_the_first_in_the_walk_decorators_too() -> None:
+    # Statements that span no candidate line are not walked: a decorator's line is its
+    # definition's (tenstorrent's vllm plugin, a method's `@torch.compile(backend="tt")`).
+    source = (b"import os\nimport torch\nimport torch_xla\n\n\nclass P:\n    def a(self):\n        if x:\n"
+              b"            w = os.environ.get('TTXLA_X')\n\n    @torch.compile(backend='tt')\n    def b(self):\n        pass\n")
+    [finding] = [d for d in _process(source).diagnostics if d.code == "XLA100"]
+    assert (finding.line, finding.col) == (11, 6)
+
+
 def test_the_encoding_read_is_the_encoding_written() -> None:
     source = "# -*- coding: latin-1 -*-\nimport torch_xla.core.xla_model as xm\nname = 'caf\xe9'\nd = xm.xla_device()\n"
     result = _process(source.encode("latin-1"))

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from xla2tpu.ast_blocks import module_level
+from xla2tpu.ast_blocks import first_line, module_level
 from xla2tpu.canonical import Canonicaliser
 from xla2tpu.detect.order import child_nodes, walk
 from xla2tpu.pins import forget_pins, transformers_pin
@@ -194,7 +194,7 @@ class _Scan:
 
     def may_hold(self, statement: ast.stmt) -> bool:
         """Whether `statement` spans a line that may show evidence or hold an import."""
-        first = bisect.bisect_left(self._walked, statement.lineno)
+        first = bisect.bisect_left(self._walked, first_line(statement))  # a definition's decorators too
         return first < len(self._walked) and self._walked[first] <= (statement.end_lineno or statement.lineno)
 
     def evidence(self, node: ast.AST) -> Evidence:
