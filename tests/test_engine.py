@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import textwrap
 from pathlib import Path
 
@@ -322,6 +323,26 @@ def test_the_first_evidence_is_the_first_in_the_walk_decorators_too() -> None:
               b"            w = os.environ.get('TTXLA_X')\n\n    @torch.compile(backend='tt')\n    def b(self):\n        pass\n")
     [finding] = [d for d in _process(source).diagnostics if d.code == "XLA100"]
     assert (finding.line, finding.col) == (11, 6)
+
+
+@pytest.mark.parametrize("rewrite", [True, False])
+def test_a_launch_of_one_process_made_a_call_leaves_one_process(rewrite: bool) -> None:
+    # `xmp.spawn(fn, nprocs=1)` -> `fn(0)`: no worker joins a process group (a TorchTPU
+    # launch's would), so the program runs one process and torch_xla reduced nothing.
+    source = (b"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n\n"
+              b"def _mp_fn(index, model, opt):\n    model(1).backward()\n    xm.optimizer_step(opt)\n\n\n"
+              b"if __name__ == '__main__':\n    xmp.spawn(_mp_fn, args=(m, o), nprocs=%s)\n")
+    result = process_source("t.py", source % b"1", dataclasses.replace(ALL, rewrite=rewrite))
+    assert result.facts is not None and result.facts.processes.value == "one"
+    assert [(d.code, d.fix, d.fixed) for d in result.diagnostics if d.code == "XLA401"] == [("XLA401", FixClass.SAFE, True)]
+    if rewrite:
+        assert result.new_source is not None and b"    opt.step()\n" in result.new_source
+    many = process_source("t.py", source % b"8", dataclasses.replace(ALL, rewrite=rewrite))
+    assert many.facts is not None and many.facts.processes.value == "process-group"  # TorchTPU's launch
+    # Another launch left for a human still starts processes.
+    both = process_source("t.py", source % b"1)\n    x = xmp.spawn(_mp_fn, args=(m, o)", dataclasses.replace(ALL, rewrite=rewrite))
+    assert both.facts is not None and both.facts.processes.value == "spawn"
+    assert [(d.code, d.fix) for d in both.diagnostics if d.code == "XLA401"] == [("XLA401", FixClass.MANUAL)]
 
 
 def test_the_encoding_read_is_the_encoding_written() -> None:

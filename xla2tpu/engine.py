@@ -123,7 +123,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     first = detect(facts)
     if not first.undecided and not (settings.rewrite and first.applied_sites()):
         sites, fixed_facts = first, facts
-        launch = launch_site.migrated(facts, (site.rule.code for site in first.applied_sites()), catalogue)
+        launch = launch_site.migrated(facts, first.found, first.applied_sites())
         if launch is not None:  # as the LibCST pass does: found again with the migrated launch's facts
             fixed_facts = dataclasses.replace(facts, processes=launch)
             sites = detect(fixed_facts)
@@ -136,8 +136,8 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
             return
     from xla2tpu import libcst_pass  # only now: a run whose files all stop above never loads LibCST
 
-    libcst_pass.rewrite(result, decoded, settings, context, catalogue, canonical, plan, first, detect, imports,
-                        positions, suppressions, prefix, facts)
+    libcst_pass.rewrite(result, decoded, settings, context, canonical, plan, first, detect, imports, positions,
+                        suppressions, prefix, facts)
 
 
 def _imports_xla(tree: ast.Module | None) -> bool:

@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping, Sequence
 
 import libcst as cst
 
-from xla2tpu import catalogue as catalogue_mod
 from xla2tpu.canonical import Canonicaliser
 from xla2tpu.decode import Decoded
 from xla2tpu.detect import launch_site
@@ -52,7 +51,7 @@ def parse(decoded: Decoded, plan: Plan | None) -> Layout:
 
 
 def rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: Context,
-            catalogue: catalogue_mod.Catalogue, canonical: Canonicaliser, plan: Plan, first: SiteMap,
+            canonical: Canonicaliser, plan: Plan, first: SiteMap,
             detect: Callable[[Facts], SiteMap], imports: Sequence[ImportSite], positions: Positions,
             suppressions: Suppressions, prefix: list[Diagnostic], facts: Facts) -> None:
     """The fixes of the sites `first` holds (as `detect` found them), made on LibCST's tree:
@@ -77,8 +76,9 @@ def rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: C
             new_module = _import_hygiene(ctx, new_module, rewriter.import_tops, by_alias, canonical, outline)
         return ctx, opening_as_before(add_imports(new_module, ctx.imports_needed), module)
 
-    ctx, new_module = rule_pass(facts, first.fresh())
-    launch = launch_site.migrated(facts, (d.code for d in ctx.diagnostics if d.fixed), catalogue)
+    sites = first.fresh()
+    ctx, new_module = rule_pass(facts, sites)
+    launch = launch_site.migrated(facts, sites.found, sites.applied_sites())
     if launch is not None:
         facts = result.facts = dataclasses.replace(facts, processes=launch)
         ctx, new_module = rule_pass(facts, detect(facts))

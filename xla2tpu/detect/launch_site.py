@@ -15,11 +15,16 @@ import ast
 import re
 from collections.abc import Iterable, Mapping
 
-from xla2tpu.catalogue import Catalogue
+from typing import TYPE_CHECKING
+
 from xla2tpu.detect.values import tuple_items
 from xla2tpu.facts import Fact, Facts
 
+if TYPE_CHECKING:
+    from xla2tpu.detect.sites import Found
+
 TEMPLATE = "tpu-launch"
+IN_PROCESS = "spawn-in-process"  # the launch of one process, made a call (collective_sites)
 
 # The worker function written into the module above the launch (`{worker}`: a fresh name).
 WORKER = '''
@@ -86,14 +91,19 @@ def kept(args: Mapping[str, ast.AST]) -> list[ast.AST]:
     return found
 
 
-def migrated(facts: Facts, fixed_codes: Iterable[str], catalogue: Catalogue) -> Fact | None:
-    """The `processes` fact once this fix migrates the file's torch_xla launch (`fixed_codes`
-    hold a rule with a case of this transform), else None: the workers then join a process
-    group, and rank and collective fixes are exact."""
+def migrated(facts: Facts, found: Iterable[Found], applied: Iterable[Found]) -> Fact | None:
+    """The `processes` fact once this fix migrates the file's torch_xla launch, else None.
+    A TorchTPU launch among the `applied` sites: the workers join a process group, and rank
+    and collective fixes are exact. Every launch site `found` made a call in this process
+    (`xmp.spawn(fn, nprocs=1)` -> `fn(0)`): the program starts no other process."""
     if facts.processes.value != "spawn":
         return None
-    launches = {rule.code for rule in catalogue.rules for case in rule.cases if case.template == TEMPLATE}
-    if launches.isdisjoint(fixed_codes):
-        return None
-    reason = 'has its torch_xla launch migrated to TorchTPU by this fix: every worker joins the "tpu" process group'
-    return Fact("processes", "process-group", facts.processes.evidence, reason)
+    made = {id(site): site.case.template for site in applied if site.case.action == "transform"}
+    if TEMPLATE in made.values():
+        reason = 'has its torch_xla launch migrated to TorchTPU by this fix: every worker joins the "tpu" process group'
+        return Fact("processes", "process-group", facts.processes.evidence, reason)
+    launches = [site for site in found if any(case.template in (TEMPLATE, IN_PROCESS) for case in site.rule.cases)]
+    if launches and all(made.get(id(site)) == IN_PROCESS for site in launches):
+        reason = "has its one-process torch_xla launch made a call in this process by this fix: it starts no other process"
+        return Fact("processes", "one", facts.processes.evidence, reason)
+    return None
