@@ -259,6 +259,33 @@ def test_check_never_loads_libcst_where_the_ast_tells(tmp_path) -> None:
     assert done.stdout.strip().splitlines()[-1] == "exit 1 False"
 
 
+_PROFILE = b"import torch_xla.debug.profiler as xp\n\n\ndef f(d, a):\n%s"
+
+
+@pytest.mark.parametrize("body, fixed", [
+    (b"    xp.start_trace(d)\n    work()\n    xp.stop_trace()\n", True),
+    (b"    xp.start_trace(log_dir=d)\n    g(lambda: xp.stop_trace())\n    xp.stop_trace()\n", True),  # not in a lambda
+    (b"    a = 1; xp.start_trace(d)\n    work()\n    xp.stop_trace()\n", False),  # a line shared: neither half
+    (b"    xp.start_trace(d)\n    work()\n    xp.stop_trace(); a = 1\n", False),
+    (b"    if a: xp.start_trace(d)\n    xp.stop_trace()\n", False),
+    (b"    xp.stop_trace()\n    xp.start_trace(d)\n", False),
+    (b"    xp.start_trace(d)\n    xp.start_trace(d)\n    xp.stop_trace()\n", False),
+    (b"    xp.start_trace(d)\n    def g():\n        xp.stop_trace()\n    g()\n", False),
+    (b"    xp.start_trace(d)\n    y = [xp.stop_trace() for _ in a]\n", False),
+    (b"    xp.start_trace(d)\n    y = xp.stop_trace()\n", False),
+    (b"    xp.start_trace()\n    xp.stop_trace()\n", False),  # where to?
+    (b"    class C:\n        xp.start_trace(d)\n        xp.stop_trace()\n", False),
+])
+def test_a_trace_pair_is_made_both_halves_or_neither(body: bytes, fixed: bool) -> None:
+    # A stop made alone would stop a profiler that was never created.
+    source = _PROFILE % body
+    result = engine.process_source("t.py", source, _MODES["unsafe"])
+    found = [d.fixed for d in result.diagnostics if d.code == "XLA925"]
+    assert [found[0], found[-1]] == [fixed, fixed], result.diagnostics  # the pair's halves (a lambda's is not one)
+    checked = engine.process_source("t.py", source, dataclasses.replace(_MODES["unsafe"], rewrite=False))
+    assert not checked.parsed and _seen(checked) == _seen(result)
+
+
 @pytest.mark.parametrize("source, code, fixed", [
     (b"from torch_xla.experimental.scan_layers import scan_layers\nout = scan_layers(layers, x)\n", "XLA949", True),
     (b"from torch_xla.experimental.scan_layers import scan_layers\na, b = scan_layers(layers, x)\n", "XLA949", False),

@@ -27,7 +27,7 @@ from collections.abc import Collection, Iterable, Sequence
 from xla2tpu import template_text
 from xla2tpu.ast_blocks import first_line
 from xla2tpu.conditions import message_of
-from xla2tpu.detect import call_shapes, env_access_site, launch_site, loader_site, rate_tracker_site
+from xla2tpu.detect import call_shapes, env_access_site, launch_site, loader_site, profiler_site, rate_tracker_site
 from xla2tpu.detect.imports import ImportSite, decide, holds_only
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.positions import Positions
@@ -135,6 +135,14 @@ class Leftovers:
             assert isinstance(site.node, ast.Call)
             self._written(template_text.identifiers(rate_tracker_site.CLASS) | {"time"})  # {clock}: time.perf_counter
             self._region(site.scope, site.node, [*site.node.args, *site.node.keywords])
+        elif site.decided and site.case.template == profiler_site.TEMPLATE:
+            texts = profiler_site.texts(site.name)
+            self._writes(texts)
+            if site.name == profiler_site.START:  # its line becomes the profiler's, keeping the log folder
+                self._wild.add(id(site.parents[-2]))
+                self._region(site.scope, site.parents[-2], _kept(site, texts))
+            else:  # the call becomes the profiler's stop
+                self._region(site.scope, site.node)
         elif site.decided and site.case.template == launch_site.TEMPLATE:
             # The launch's line becomes the launch statements, keeping `fn`, the arguments and
             # `nprocs`; the worker written above reads only the modules it spells.

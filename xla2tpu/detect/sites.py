@@ -5,8 +5,10 @@ Sites: calls (`xm.mark_step()`), references (`torch_xla._XLAC.x`), string argume
 expression patterns (`device.type == "xla"`). For each, the case that decides it and
 whether its fix can be made here: the template's arguments are there and the names it
 writes reach their modules (emission.py); for a statement template's, that the call is a
-line of its own. A transform's fix is decided by building it (rewriter.py). Both write
-statements: such a site is `Found.structural`. The fates of the fixes (applied, refused,
+line of its own. A transform's fix is decided here too (`_transform_decision`, with the
+conditions in the LibCST-free detect/*_site.py modules), else by building it (rewriter.py:
+where the answer depends on what LibCST's reduced parse holds, `loader_site.Undecided`).
+Statement templates and transforms write statements: such a site is `Found.structural`. The fates of the fixes (applied, refused,
 kept back by a call around them) are the `SiteMap`'s.
 """
 
@@ -25,7 +27,7 @@ from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose, message_of
 from xla2tpu.ast_blocks import Group, blocks, first_line, lazy_imports
 from xla2tpu.detect import (ast_earlier, ast_patterns, call_shapes, collective_sites, env_access_site, launch_site,
-                            loader_site, rate_tracker_site)
+                            loader_site, profiler_site, rate_tracker_site)
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
@@ -420,6 +422,10 @@ class Detector:
         if template == launch_site.TEMPLATE:
             launchable = launch_site.launchable(args, self._whole_line(), self.scope.parent is None, self.source)
             return launchable, launch_site.TEMPLATES, None
+        if template == profiler_site.TEMPLATE:
+            qualname = resolve(self.scope, node.func) or ""
+            pairable = profiler_site.pairable(qualname, self._parents, lambda n: resolve(self.scope, n), self._alone)
+            return pairable, profiler_site.texts(qualname), None
         if template == "drop-printed-report":
             # The report is the one positional argument of a printing call that is a line of
             # its own (transforms/helpers.drop_printed_report).
@@ -439,14 +445,16 @@ class Detector:
         by default) is a statement (of `kind`) alone on its lines (for LibCST, a line of one
         small statement): what a statement template replaces."""
         statement, owner = self._parent(depth), self._parent(depth + 1)
-        if not isinstance(statement, kind) or owner is None:
-            return False
-        if self.positions.line_texts[statement.lineno - 1][:statement.col_offset].strip():
+        return isinstance(statement, kind) and owner is not None and self._alone(statement, owner)
+
+    def _alone(self, statement: ast.AST, owner: ast.AST) -> bool:
+        """Whether `statement`, in a block of `owner`, is alone on its lines."""
+        if self.positions.line_texts[statement.lineno - 1][:statement.col_offset].strip():  # type: ignore[attr-defined]
             return False  # `a; call()`, `if a: call()`
         for block in blocks(owner):
             for i, sibling in enumerate(block):
                 if sibling is statement:
-                    return i + 1 == len(block) or block[i + 1].lineno > (statement.end_lineno or statement.lineno)
+                    return i + 1 == len(block) or block[i + 1].lineno > (statement.end_lineno or statement.lineno)  # type: ignore[attr-defined]
         return False
 
     def _assigned_line(self, node: ast.Call) -> bool:
