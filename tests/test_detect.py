@@ -229,6 +229,27 @@ def test_check_tells_what_the_pruner_does_or_takes_libcst(source: bytes, parsed:
     assert _seen(checked) == _seen(engine.process_source("t.py", source, settings))
 
 
+@pytest.mark.parametrize("rebinding", [
+    b"torch = make()\n", b"for torch in xs:\n    pass\n", b"with make() as torch:\n    pass\n", b"del torch\n",
+    b"(torch := make())\n", b"try:\n    pass\nexcept E as torch:\n    pass\n",
+])
+def test_a_statement_that_rebinds_an_imported_name_is_read(rebinding: bytes) -> None:
+    # It shows no token nor torch_xla name, yet `torch` below is no longer the module.
+    source = b"import torch\n%smodel = torch.compile(model, backend='openxla')\n" % rebinding
+    result = engine.process_source("t.py", source, dataclasses.replace(_MODES["safe"], rewrite=False))
+    assert [d.code for d in result.diagnostics] == []
+    plain = engine.process_source("t.py", b"import torch\nmodel = torch.compile(model, backend='openxla')\n", _MODES["safe"])
+    assert [d.code for d in plain.diagnostics] == ["XLA301"]
+
+
+def test_a_keyword_named_as_an_import_counts_as_its_read_as_libcst_counts_it() -> None:
+    source = b"import torch_xla.core.xla_model as xm\nxm.mark_step()\nf(xm=1)\n"
+    checked = engine.process_source("t.py", source, dataclasses.replace(_MODES["safe"], rewrite=False))
+    assert not checked.parsed
+    assert _seen(checked) == _seen(engine.process_source("t.py", source, _MODES["safe"]))
+    assert [(d.code, d.fixed) for d in checked.diagnostics] == [("XLA001", False), ("XLA201", True)]
+
+
 def test_a_file_with_a_fix_to_make_is_parsed_by_libcst() -> None:
     result = engine.process_source("t.py", b"import torch_xla.core.xla_model as xm\nxm.mark_step()\n", _MODES["safe"])
     assert result.parsed and result.new_source is not None

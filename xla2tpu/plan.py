@@ -105,6 +105,15 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+_WORD = re.compile(r"\w+")  # the maximal runs a word-bounded name must be one of
+
+
+@functools.lru_cache(maxsize=1024)
+def _binding(name: str) -> re.Pattern[str]:
+    """Where `name` may be (re)bound (`Plan._binds`); files import alike, so names recur."""
+    return re.compile(rf"(?:def|class)\s+\b{re.escape(name)}\b|\b{re.escape(name)}\b(?!\s*[.(\[])")
+
+
 def words(names: set[str]) -> str:
     return r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b" if names else r"(?!x)x"
 
@@ -130,12 +139,12 @@ class Plan:
         self._strings = strings
         self._matched: dict[str, bool] = {}
 
-    @functools.cached_property
-    def _binds(self) -> re.Pattern[str]:
-        """A watched name where it may be (re)bound: not followed by `.`, `(` or `[` (reads),
-        or after def/class. Only the LibCST pass asks (`keeps`)."""
-        names = words(set(self.watched))
-        return _compiled(rf"(?:def|class)\s+{names}|{names}(?!\s*[.(\[])")
+    def _binds(self, text: str) -> bool:
+        """Whether `text` shows a watched name where it may be (re)bound: not followed by `.`,
+        `(` or `[` (reads), or after def/class. The words of the text are met with the watched
+        names first: one pattern of every name a file imports would cost more to compile than
+        all its searches, and most statements show none of them."""
+        return any(_binding(name).search(text) is not None for name in self.watched.intersection(_WORD.findall(text)))
 
     def matches(self, text: str) -> bool:
         """Whether `text` shows a token, an interesting name or a matched string (asked of a
@@ -158,4 +167,4 @@ class Plan:
         definition = group.definition
         if definition is not None:  # its body binds in its own scope
             return definition.name in self.watched
-        return any(next(_imports(node), None) is not None for node in group.nodes) or self._binds.search(text) is not None
+        return any(next(_imports(node), None) is not None for node in group.nodes) or self._binds(text)

@@ -24,6 +24,12 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 DEFINITIONS = (*FUNCTIONS, ast.ClassDef)
 # Nodes that open a scope of their own.
 SCOPED = (*FUNCTIONS, ast.ClassDef, ast.Lambda, *COMPREHENSIONS)
+# The node kinds that bind or read a name in `Scopes._bind`; every other kind (most nodes:
+# attributes, calls, constants...) is passed over at the cost of one set lookup.
+_BINDING = frozenset({ast.Name, *SCOPED, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.AugAssign,
+                      ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr, ast.Delete, ast.withitem,
+                      ast.ExceptHandler, ast.Global, ast.Nonlocal, ast.keyword,
+                      *((ast.MatchAs, ast.MatchStar, ast.MatchMapping) if hasattr(ast, "MatchAs") else ())})
 
 
 def from_module(node: ast.ImportFrom, canonical: Canonicaliser) -> str | None:
@@ -104,6 +110,8 @@ class Scopes:
 
     def _bind(self, node: ast.AST, scope: Scope) -> Scope:
         """Record what `node` binds in `scope`; the scope its children are read in."""
+        if node.__class__ not in _BINDING:
+            return scope
         if isinstance(node, ast.Name):
             scope.reads.add(node.id)
             key = (id(scope), node.id)
