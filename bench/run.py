@@ -119,6 +119,10 @@ class Bench:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(args.source)
         self.env = env
+        # Byte-compiled once, as pip does on install: where PYTHONDONTWRITEBYTECODE is set (this
+        # workplace sets it), every run would otherwise compile each module again (~0.07 s).
+        subprocess.run([str(args.python), "-m", "compileall", "-q", str(args.source / "xla2tpu")], check=True,
+                       stdout=subprocess.DEVNULL)
         # -P: the tree (the working directory) must not shadow the stdlib (accelerate has a logging.py).
         self.xla2tpu = [str(args.python), "-P", "-m", "xla2tpu"]
         self.no_cache = self._has_flag("--no-cache")
