@@ -242,6 +242,10 @@ class UseResolver(ImportResolver):
         node.value.visit(self)  # `a.xm` reads `a`, not `xm`
         return False
 
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)  # `f(xm=1)` reads nothing named `xm`: its import may go
+        return False
+
     def visit_Name(self, node: cst.Name) -> None:
         # Every other name counts, targets included: an import rebound or deleted is kept.
         self.scope.reads.add(node.value)

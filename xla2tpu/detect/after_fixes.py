@@ -232,8 +232,6 @@ class Leftovers:
                 self._seen.add(id(current))
                 key = (id(scope), current.id)
                 self.gone[key] = self.gone.get(key, 0) + 1
-            elif isinstance(current, ast.keyword) and current.arg in self._names:
-                raise _CannotTell  # LibCST reads a keyword's name: not counted by the node
             stack.extend(ast.iter_child_nodes(current))
 
     # ------------------------------------------------------------------ what the pruner does

@@ -28,7 +28,7 @@ SCOPED = (*FUNCTIONS, ast.ClassDef, ast.Lambda, *COMPREHENSIONS)
 # attributes, calls, constants...) is passed over at the cost of one set lookup.
 _BINDING = frozenset({ast.Name, *SCOPED, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.AugAssign,
                       ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr, ast.Delete, ast.withitem,
-                      ast.ExceptHandler, ast.Global, ast.Nonlocal, ast.keyword,
+                      ast.ExceptHandler, ast.Global, ast.Nonlocal,
                       *((ast.MatchAs, ast.MatchStar, ast.MatchMapping) if hasattr(ast, "MatchAs") else ())})
 
 
@@ -67,8 +67,8 @@ def _is_none(node: ast.expr | None) -> bool:
 
 class Scopes:
     """The module's scope and the scope of every node that opens one (by id); in each, the
-    names read there as LibCST's UseResolver counts them: every name but an attribute's or
-    an import's own, so a definition's, a parameter's or a keyword argument's too. How many
+    names read there as the LibCST pass's UseResolver (resolve.py) counts them: every name but an attribute's or
+    an import's own or a keyword argument's, so a definition's or a parameter's too. How many
     of those reads are `Name` nodes, and which are not, tells whether a name is still read
     once the fixes replace some of them (detect/after_fixes.py)."""
 
@@ -84,7 +84,7 @@ class Scopes:
         # Every import statement with the scope it binds in, in source order.
         self.imports: list[tuple[ast.Import | ast.ImportFrom, Scope]] = []
         self.name_reads: dict[tuple[int, str], int] = {}  # (id(scope), name) -> its `Name` nodes there
-        self.other_reads: set[tuple[int, str]] = set()  # read there otherwise (a parameter, a keyword...)
+        self.other_reads: set[tuple[int, str]] = set()  # read there otherwise (a parameter, a definition's name...)
         self._reads_definition = read
         for statement in tree.body if statements is None else statements:
             self._walk(statement, self.module)
@@ -174,9 +174,6 @@ class Scopes:
             for name in node.names:
                 scope.declared[name] = isinstance(node, ast.Global)
                 self._read(scope, name)
-        elif isinstance(node, ast.keyword):
-            if node.arg is not None:
-                self._read(scope, node.arg)
         elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
             if node.name is not None:
                 self._read(scope, node.name)
