@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Mapping
-
 from typing import TYPE_CHECKING
 
 from xla2tpu.detect.values import tuple_items

@@ -14,6 +14,7 @@ import ast
 from collections.abc import Callable, Sequence
 
 from xla2tpu.detect.order import children
+from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS
 
 TEMPLATE = "profiler-trace"
 START = "torch_xla.debug.profiler.start_trace"
@@ -28,8 +29,7 @@ START_LINES = (
 )
 STOP_TEXT = "{profiler}.stop()"
 
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_OWN_SCOPES = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
+_OWN_SCOPES = (*DEFINITIONS, ast.Lambda)  # a comprehension is no body of its own here
 
 
 def texts(qualname: str) -> tuple[str, ...]:
@@ -46,7 +46,7 @@ def pairable(qualname: str, parents: Sequence[ast.AST], resolve: Callable[[ast.e
     replaces), the start naming its log folder. Both halves or neither: a stop made without
     its start would stop a profiler never created."""
     root = next((p for p in reversed(parents) if isinstance(p, _OWN_SCOPES)), parents[0])
-    if not isinstance(root, (*_FUNCTIONS, ast.Module)):
+    if not isinstance(root, (*FUNCTIONS, ast.Module)):
         return False
     return _trace_calls(root, resolve, alone) == [(START, True), (STOP, True)]
 

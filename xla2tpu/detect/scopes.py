@@ -28,8 +28,7 @@ SCOPED = (*FUNCTIONS, ast.ClassDef, ast.Lambda, *COMPREHENSIONS)
 # attributes, calls, constants...) is passed over at the cost of one set lookup.
 _BINDING = frozenset({ast.Name, *SCOPED, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.AugAssign,
                       ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr, ast.Delete, ast.withitem,
-                      ast.ExceptHandler, ast.Global, ast.Nonlocal,
-                      *((ast.MatchAs, ast.MatchStar, ast.MatchMapping) if hasattr(ast, "MatchAs") else ())})
+                      ast.ExceptHandler, ast.Global, ast.Nonlocal, ast.MatchAs, ast.MatchStar, ast.MatchMapping})
 
 
 def from_module(node: ast.ImportFrom, canonical: Canonicaliser) -> str | None:
@@ -67,10 +66,10 @@ def _is_none(node: ast.expr | None) -> bool:
 
 class Scopes:
     """The module's scope and the scope of every node that opens one (by id); in each, the
-    names read there as the LibCST pass's UseResolver (resolve.py) counts them: every name but an attribute's or
-    an import's own or a keyword argument's, so a definition's or a parameter's too. How many
-    of those reads are `Name` nodes, and which are not, tells whether a name is still read
-    once the fixes replace some of them (detect/after_fixes.py)."""
+    names read there as the LibCST pass's UseResolver (resolve.py) counts them: every name
+    but an attribute's, an import's own or a keyword argument's, so a definition's or a
+    parameter's too. How many of those reads are `Name` nodes, and which are not, tells
+    whether a name is still read once the fixes replace some of them (detect/after_fixes.py)."""
 
     def __init__(self, tree: ast.Module, canonical: Canonicaliser, statements: Iterable[ast.stmt] | None = None,
                  read: Callable[[ast.AST], bool] | None = None) -> None:

@@ -8,8 +8,9 @@ writes reach their modules (emission.py); for a statement template's, that the c
 line of its own. A transform's fix is decided here too (`_transform_decision`, with the
 conditions in the LibCST-free detect/*_site.py modules), else by building it (rewriter.py:
 where the answer depends on what LibCST's reduced parse holds, `loader_site.Undecided`).
-Statement templates and transforms write statements: such a site is `Found.structural`. The fates of the fixes (applied, refused,
-kept back by a call around them) are the `SiteMap`'s.
+Statement templates and transforms write statements: such a site is `Found.structural`.
+The fates of the fixes (applied, refused, kept back by a call around them) are the
+`SiteMap`'s.
 """
 
 from __future__ import annotations
