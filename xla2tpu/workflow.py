@@ -90,11 +90,8 @@ def stdin_context(name: str, data: bytes, config: Config, catalogue: Catalogue, 
     excluder = Excluder(config.root, [*config.exclude, *config.extend_exclude])
     model = load_project(project_root or find_root([Path(name)]), excluder, catalogue, cache, {}, {name: data})
 
-    def settings_of(path: str) -> Settings:
-        return file_settings(config, catalogue, settings, path, lengths)
-
-    for path, program, program_settings in _programs(model, settings, settings_of, [(name, data, settings_of(name))]):
-        _settle(model, process(path, program, program_settings, model.context(path)))
+    for path, program in _programs(model, settings, {name: data}):
+        _settle(model, process(path, program, file_settings(config, catalogue, settings, path, lengths), model.context(path)))
     return model.context(name)
 
 
@@ -121,13 +118,12 @@ def run(
     outcome = Outcome()
     forget_folders()  # a folder's modules and pins are what is on disk now
     lengths = LineLengths()
-    digests: dict[str, bytes] = {}
     locations: dict[str, str] = {}  # the location each computed result's facts saw
     keys: dict[str, str] = {}
     excluder = Excluder(config.root, [*config.exclude, *config.extend_exclude])
     found = _found(paths, excluder, shard, config.root)
     step = progress(len(found)) if progress is not None else None
-    read: list[tuple[str, bytes, Settings]] = []
+    read: dict[str, bytes] = {}
     prefiltered: dict[str, bool] = {}
     root = project_root or find_root(paths)
     models: list[Project] = []
@@ -138,8 +134,20 @@ def run(
     optimistic: dict[str, FileResult] = {}
     cold = cache is None or not cache.has_summaries()
 
+    # A file's settings and digest only matter to its result: most files have none to report,
+    # so neither is worked out until asked for.
+    settings_by_name: dict[str, Settings] = {}
+    digests: dict[str, bytes] = {}
+
     def settings_of(name: str) -> Settings:
-        return file_settings(config, catalogue, settings, name, lengths)
+        if name not in settings_by_name:
+            settings_by_name[name] = file_settings(config, catalogue, settings, name, lengths)
+        return settings_by_name[name]
+
+    def digest(name: str, data: bytes) -> bytes:
+        if name not in digests:
+            digests[name] = hashlib.sha256(data).digest()
+        return digests[name]
 
     def reading() -> Iterator[pool.Item]:
         for item in found:
@@ -152,16 +160,14 @@ def run(
             except FileProblem as exc:
                 outcome.results.append(FileResult(name, error=str(exc)))
                 continue
-            digests[name] = hashlib.sha256(data).digest()
-            its_settings = settings_of(name)
-            read.append((name, data, its_settings))
+            read[name] = data
             if not name.endswith(notebook.SUFFIX):
                 prefiltered[name] = may_hold_idiom(data)
                 if cold and prefiltered[name]:
-                    yield name, data, its_settings, EMPTY
+                    yield name, data, settings_of(name), EMPTY
         walked = shard is None and any(os.path.abspath(path) == os.path.abspath(root) for path in paths)
         listed = [os.path.abspath(f.path) for f in found if f.problem is None and str(f.path).endswith(".py")] if walked else None
-        sources = {name: data for name, data, _ in read if not name.endswith(notebook.SUFFIX)}
+        sources = {name: data for name, data in read.items() if not name.endswith(notebook.SUFFIX)}
         models.append(load_project(root, excluder, catalogue, cache, sources, prefiltered=prefiltered, listed=listed))
 
     for result in pool.run(reading(), jobs):
@@ -175,7 +181,8 @@ def run(
         if step is not None:
             step()
         if result.diagnostics or result.error or result.new_source is not None:
-            result.digest = digests.get(result.path)
+            data = read.get(result.path)
+            result.digest = None if data is None else digest(result.path, data)
             outcome.results.append(result)
 
     def finished(result: FileResult) -> None:
@@ -188,7 +195,7 @@ def run(
         if cache is None:
             return None
         is_notebook = name.endswith(notebook.SUFFIX)
-        keys[name] = cache.key(digests.get(name) or hashlib.sha256(data).digest(), notebook.SUFFIX if is_notebook else ".py", file_settings)
+        keys[name] = cache.key(digest(name, data), notebook.SUFFIX if is_notebook else ".py", file_settings)
         hit = cache.get(keys[name], name)
         location = location_key(name, data, context.canonicaliser({}).reaches("transformers"))
         location += context.key() if context is not EMPTY else ""
@@ -197,18 +204,19 @@ def run(
         locations[name] = location
         return None
 
-    def compute(items: Sequence[tuple[str, bytes, Settings]]) -> Iterator[FileResult]:
+    def compute(items: Sequence[tuple[str, bytes]]) -> Iterator[FileResult]:
         """Results of `items`, from the cache or computed (Python files in the pool)."""
         work: list[tuple[str, bytes, Settings, Context]] = []
         notebooks: list[tuple[str, bytes, Settings]] = []
         done: list[FileResult] = []
-        for name, data, file_settings in items:
+        for name, data in items:
             context = model.context(name)
             is_notebook = name.endswith(notebook.SUFFIX)
             if not (is_notebook or context.forced or context.findings
                     or (prefiltered[name] if name in prefiltered else may_hold_idiom(data))):
                 done.append(FileResult.counted(name, data))  # nothing to parse: nothing to cache either
                 continue
+            file_settings = settings_of(name)
             hit = cached(name, data, file_settings, context)
             if hit is not None:
                 done.append(hit)
@@ -229,14 +237,13 @@ def run(
             finished(result)
             yield result
 
-    programs = _programs(model, settings, settings_of, read)
-    names = {item[0] for item in read}
+    programs = _programs(model, settings, read)
     for result in compute(programs):
         _settle(model, result)
-        if result.path in names:  # a program of the run, not one read for its facts only
+        if result.path in read:  # a program of the run, not one read for its facts only
             add(result)
-    settled = {os.path.abspath(item[0]) for item in programs}
-    rest = [item for item in read if os.path.abspath(item[0]) not in settled]
+    settled = {os.path.abspath(name) for name, _ in programs}
+    rest = [item for item in read.items() if not settled or os.path.abspath(item[0]) not in settled]
     for result in compute(rest):
         add(result)
     outcome.results.sort(key=lambda r: r.path)
@@ -244,21 +251,20 @@ def run(
     return outcome
 
 
-def _programs(model: Project, settings: Settings, settings_of: Callable[[str], Settings],
-              read: Sequence[tuple[str, bytes, Settings]]) -> list[tuple[str, bytes, Settings]]:
+def _programs(model: Project, settings: Settings, read: dict[str, bytes]) -> list[tuple[str, bytes]]:
     """The programs of the project whose torch_xla launch this fix may migrate (only unsafe
     fixes do), the run's own or read now: what the modules they import inherit is their
-    processes after the fix, so they are processed first. `settings_of`: a file's settings."""
+    processes after the fix, so they are processed first."""
     if FixClass.UNSAFE not in settings.apply:
         return []
-    given = {os.path.abspath(item[0]): item for item in read}
+    given = {os.path.abspath(name): (name, data) for name, data in read.items()}
     items = []
     for path in model.programs():
         if path in given:
             items.append(given[path])
             continue
         try:
-            items.append((path, read_file(Path(path)), settings_of(path)))
+            items.append((path, read_file(Path(path))))
         except FileProblem:
             continue  # its own run reports it
     return items
