@@ -78,6 +78,29 @@ def identifiers(template: str) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=512)
+def read_names(template: str) -> frozenset[str]:
+    """The names a rendering of `template` reads as written (its placeholders' defaults too):
+    `identifiers` without the attribute tails (`tpu` and `synchronize` in
+    `torch.tpu.synchronize()`), which read no variable."""
+    source, slots = compiled(template)
+    found: set[str] = set()
+    for text in [source, *(slot.default for slot in slots if slot.default)]:
+        after_dot = False
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.NAME and not after_dot and not _SLOT_MARK.fullmatch(token.string):
+                found.add(token.string)
+            after_dot = token.type == tokenize.OP and token.string == "."
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=512)
+def all_spelled_names(template: str) -> tuple[str, ...]:
+    """`spelled_names` of the template and of its placeholders' defaults."""
+    defaults = [slot.default for slot in compiled(template)[1] if slot.default]
+    return tuple(name for text in [template, *defaults] for name in spelled_names(text))
+
+
+@functools.lru_cache(maxsize=512)
 def is_statement(template: str) -> bool:
     """True for a template that is a statement (`{t}[:] = f({t})`), not an expression."""
     source = compiled(template)[0]

@@ -14,8 +14,8 @@ goes too). Where that cannot be told (None), the file goes through LibCST: a tra
 ast did not decide, a deletion in a `try:` before the imports are decided (it changes what
 guards them), an `if` left with a test that does something, an `if` whose branches may
 become the same, an emptied module, a replaced node that opens a scope of its own, a
-template that writes an import's own name, an import removal that makes the import pass
-run again.
+template that reads an import's own name (not as an attribute's tail) or may spell a
+name with it, an import removal that makes the import pass run again.
 """
 
 from __future__ import annotations
@@ -50,14 +50,15 @@ class _CannotTell(Exception):
 class Leftovers:
     """The reads, statements and findings the applied fixes take away."""
 
-    def __init__(self, sites: SiteMap, scopes: Scopes, names: frozenset[str], lines: Sequence[str]) -> None:
+    def __init__(self, sites: SiteMap, scopes: Scopes, imports: Sequence[ImportSite], lines: Sequence[str]) -> None:
         self.gone: dict[tuple[int, str], int] = {}  # (id(scope), name) -> its `Name` nodes the fixes take
         self.resolved: list[Found] = []  # sites left for a human whose code goes with an `if`
         self._sites = sites
         self._scopes = scopes
         self._lines = lines  # the source's lines, for the comments a block keeps
         self._queries = {id(site.node) for site in sites.found}  # calls the pruner takes for reads
-        self._names = names  # the names the imports bind: the only reads that matter
+        self._names = frozenset(site.bound for site in imports)  # the only reads that matter
+        self._imported = frozenset(site.qualname for site in imports)
         self._seen: set[int] = set()  # Name nodes taken already (a site inside another's node)
         self._deleted: set[int] = set()  # statements that go
         # Owners of blocks the deletions touched, to prune deepest first: (-depth, id) in a heap.
@@ -82,7 +83,7 @@ class Leftovers:
         if site.structural:  # a statement template: the call's line goes, the arguments it names stay
             statement = site.parents[-2]
             self._wild.add(id(statement))
-            self._written(template_text.identifiers(case.template))
+            self._writes((case.template,))
             self._region(site.scope, statement, _kept(site))
             return
         if site.category == "string":
@@ -93,10 +94,10 @@ class Leftovers:
                 raise _CannotTell
             self._delete(statement, site.parents[:-2], site.scope)
         elif case.action == "rename" and site.category == "reference":
-            self._written(template_text.identifiers(case.template))
+            self._writes((case.template,))
             self._region(site.scope, site.node)
         elif case.action == "replace" and site.category in ("reference", "call", "expression"):
-            self._written(template_text.identifiers(case.template))
+            self._writes((case.template,))
             self._region(site.scope, site.node, _kept(site) if site.category != "reference" else ())
         else:
             raise _CannotTell
@@ -200,8 +201,14 @@ class Leftovers:
             self._region(site.scope, statement, [*_kept(site, call_shapes.TEXTS[template]), *statement.targets])
 
     def _writes(self, templates: Iterable[str]) -> None:
-        """The fix renders `templates`: see `_written`."""
-        self._written(frozenset().union(*map(template_text.identifiers, templates)))
+        """The fix renders `templates`: the names they read as written, and the imports the
+        speller may spell a qualified name with (emission.Speller: a binding of that name, or
+        of a module on its path, as `synchronize` for `torch.tpu.synchronize`)."""
+        for template in templates:
+            self._written(template_text.read_names(template))
+            for spelled in template_text.all_spelled_names(template):
+                if any(spelled == target or spelled.startswith(target + ".") for target in self._imported):
+                    raise _CannotTell
 
     def _written(self, names: frozenset[str]) -> None:
         if names & self._names:
@@ -455,7 +462,7 @@ def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: 
     """The findings of the sites and of the import sites once the applied fixes are made;
     None when only making them tells (see the module's doc)."""
     try:
-        left = Leftovers(sites, scopes, frozenset(site.bound for site in imports), positions.line_texts)
+        left = Leftovers(sites, scopes, imports, positions.line_texts)
         found = sites.diagnostics({id(site) for site in left.resolved})
         removed: dict[int, list[ImportSite]] = {}  # id(import statement) -> its aliases that go
         for site in imports:
