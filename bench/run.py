@@ -6,7 +6,13 @@ Corpora: a synthetic tree (`bench/synthetic.py`: ordinary files, 2% carrying rea
 idioms), any real tree given with `--tree` (its .py files are copied, so every contender
 reads exactly the same files and no tool's default excludes, e.g. `site-packages`, apply),
 the files of each tree that pass xla2tpu's prefilter (what the parser really sees), and a
-pre-commit-sized synthetic tree of 100 files for the warm-cache target.
+pre-commit-sized synthetic tree of 100 files for the warm-cache target. `--median-lines 20`
+makes the synthetic tree one of small files.
+
+Two floors run beside the tools: `grep -rl torch_xla`, and the least work any check written
+in Python does (`bench/python_floor.py`: list, read, prefilter, parse the candidates with
+CPython's parser, over every core), which no design that parses its candidates in Python
+can beat on the same machine.
 
 Every contender is a whole process, timed from spawn to exit (wall and CPU seconds, peak
 resident memory), once to warm up and then `--runs` times, the contenders interleaved
@@ -141,8 +147,10 @@ class Bench:
         cold = ["--no-cache"] if self.no_cache else []
         xla = self.xla2tpu
         parse = [str(self.args.python), str(REPO / "bench" / "parse_files.py")]
+        floor = [str(self.args.python), "-P", str(REPO / "bench" / "python_floor.py"), "."]
         found = [
             Contender("grep -rl torch_xla (floor)", lambda t: ["grep", "-rl", "torch_xla", "."]),
+            Contender("least Python check: list, read, prefilter, ast.parse (floor)", lambda t: floor, self.env),
             Contender("xla2tpu check (cold)", lambda t: [*xla, "check", "--exclude=", *cold, "."], self.env),
         ]
         if self.no_cache:
@@ -223,6 +231,7 @@ def table(corpus: Corpus, contenders: list[Contender]) -> list[str]:
     pairs = [
         ("xla2tpu check / grep floor", check, by_name.get("grep -rl torch_xla")),
         ("xla2tpu check / ruff TID251", check, by_name.get("ruff check --select TID251")),
+        ("least Python check / ruff TID251", by_name.get("least Python check: list"), by_name.get("ruff check --select TID251")),
         ("xla2tpu check / torchfix", check, by_name.get("torchfix")),
         ("xla2tpu fix / bare parse (pool)", fix, pool),
         ("xla2tpu fix / bare parse (1 process)", fix, single),
@@ -282,6 +291,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=5000, help="synthetic tree size (0: none)")
     parser.add_argument("--idiom-share", type=float, default=0.02)
+    parser.add_argument("--median-lines", type=int, default=150, help="the synthetic files' median length (small files: 20)")
     parser.add_argument("--tree", type=Path, action="append", default=[], help="a real tree to add (repeatable)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--slow-after", type=float, default=30.0)
@@ -307,8 +317,11 @@ def main() -> None:
     synthetic_tree = None
     if args.files:
         print(f"generating {args.files} synthetic files ...", file=sys.stderr)
-        synthetic_tree = generate(args.workdir / f"synthetic-{args.files}", args.files, args.idiom_share, REPO)
-        trees.append((f"Synthetic tree ({args.idiom_share:.0%} of files carry fixture idioms)", synthetic_tree))
+        small = "" if args.median_lines == 150 else f"-{args.median_lines}-lines"
+        synthetic_tree = generate(args.workdir / f"synthetic-{args.files}{small}", args.files, args.idiom_share, REPO,
+                                  median_lines=args.median_lines)
+        trees.append((f"Synthetic tree ({args.idiom_share:.0%} of files carry fixture idioms, median "
+                      f"{args.median_lines} lines)", synthetic_tree))
     for tree in args.tree:
         trees.append((f"Real tree: {tree}", _copy_py(tree, args.workdir / f"tree-{tree.name}")))
     corpora: list[Corpus] = []

@@ -159,9 +159,9 @@ class _Writer:
         return "\n".join(self.lines) + "\n"
 
 
-def ordinary(rng: random.Random) -> str:
-    """One ordinary module, its length drawn from a log-normal law (median ~150 lines)."""
-    lines = int(min(3000, max(8, rng.lognormvariate(math.log(150), 0.9))))
+def ordinary(rng: random.Random, median_lines: int = 150) -> str:
+    """One ordinary module, its length drawn from a log-normal law around `median_lines`."""
+    lines = int(min(3000, max(8, rng.lognormvariate(math.log(median_lines), 0.9))))
     return _Writer(rng).module(lines)
 
 
@@ -180,9 +180,11 @@ def idiom_sources(repo: Path) -> list[str]:
     return found
 
 
-def generate(root: Path, files: int, idiom_share: float, repo: Path, seed: int = 0) -> Path:
+def generate(root: Path, files: int, idiom_share: float, repo: Path, seed: int = 0, median_lines: int = 150) -> Path:
     """Create (or reuse, when the same parameters made it) a tree of `files` files under `root`."""
     stamp = {"version": GENERATOR_VERSION, "files": files, "idiom_share": idiom_share, "seed": seed}
+    if median_lines != 150:  # a tree made before the option keeps its stamp
+        stamp["median_lines"] = median_lines
     marker = root / ".bench-tree.json"
     if marker.exists() and json.loads(marker.read_text()) == stamp:
         return root
@@ -194,7 +196,7 @@ def generate(root: Path, files: int, idiom_share: float, repo: Path, seed: int =
     for number in range(files):
         folder = root / f"pkg{number // 200:03d}" / f"sub{number // 25 % 8}"
         folder.mkdir(parents=True, exist_ok=True)
-        text = ordinary(rng)
+        text = ordinary(rng, median_lines)
         if number in carriers:
             text = idioms[number % len(idioms)].rstrip("\n") + "\n\n\n" + text.split('"""', 2)[2].lstrip("\n")
         (folder / f"mod{number:05d}.py").write_text(text, encoding="utf-8")
