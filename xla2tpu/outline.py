@@ -259,3 +259,17 @@ def _positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
     provider = PositionProvider()
     provider._gen_impl(module)
     return provider._computed
+
+
+def located(parents: Sequence[cst.CSTNode], node: cst.CSTNode) -> tuple[cst.CSTNode, cst.CSTNode, list[cst.CSTNode]]:
+    """`Outline.where`'s arguments for `node`, the last of `parents` (the module first, then
+    each node down to it) or inside it: its top-level statement, the node, and the
+    statements down to the innermost around it."""
+    # [1] is the top-level statement, [3] a statement of its body when [2] is that body, and
+    # so on down.
+    inner: list[cst.CSTNode] = []
+    depth = 1
+    while depth + 2 < len(parents) and parents[depth + 1] is getattr(parents[depth], "body", None):
+        inner.append(parents[depth + 2])
+        depth += 2
+    return parents[1], node, inner

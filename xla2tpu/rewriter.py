@@ -24,7 +24,7 @@ from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.emission import Speller
 from xla2tpu.facts import UNKNOWN, Facts
 from xla2tpu.noqa import Suppressions
-from xla2tpu.outline import Outline
+from xla2tpu.outline import Outline, located
 from xla2tpu.settings import Settings
 from xla2tpu.resolve import ImportResolver, dotted_name, resolve
 from xla2tpu.scope import Scope
@@ -184,15 +184,7 @@ class Rewriter(StatementPruner):
         return self._parents[-depth] if len(self._parents) >= depth else None
 
     def _where(self, node: cst.CSTNode) -> CodeRange:
-        # [0] is the module, [1] the top-level statement being visited, [3] a statement of its
-        # body when [2] is that body, and so on down.
-        parents = self._parents
-        inner: list[cst.CSTNode] = []
-        depth = 1
-        while depth + 2 < len(parents) and parents[depth + 1] is getattr(parents[depth], "body", None):
-            inner.append(parents[depth + 2])
-            depth += 2
-        return self.ctx.outline.where(parents[1], node, inner)
+        return self.ctx.outline.where(*located(self._parents, node))
 
     def visit_Import(self, node: cst.Import) -> bool:
         self._import_tops(node)
