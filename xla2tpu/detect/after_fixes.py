@@ -26,6 +26,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 from xla2tpu import template_text
 from xla2tpu.ast_blocks import first_line
+from xla2tpu.catalogue import Case
 from xla2tpu.conditions import message_of
 from xla2tpu.detect import call_shapes, env_access_site, launch_site, loader_site, profiler_site, rate_tracker_site
 from xla2tpu.detect.imports import ImportSite, decide, holds_only
@@ -67,6 +68,7 @@ class Leftovers:
         self._applied = sites.applied_sites()
         self._wild = {id(site.node) for site in self._applied}  # nodes whose code the fixes change
         self._imports_decided = False  # until then a deletion in a `try:` changes what it guards
+        self._try_touched = False  # the import pass's removals changed a `try:` (what it guards)
         for site in self._applied:
             self._take(site)
         self._prune()
@@ -217,8 +219,10 @@ class Leftovers:
     def _delete(self, statement: ast.stmt, chain: tuple[ast.AST, ...], scope: Scope) -> None:
         """`statement` goes (`chain`: the nodes from the module down to its block's owner)."""
         owner = chain[-1]
-        if isinstance(owner, (*_TRY, ast.ExceptHandler)) and not self._imports_decided:
-            raise _CannotTell  # what the `try:` guards changes
+        if isinstance(owner, (*_TRY, ast.ExceptHandler)):
+            if not self._imports_decided:
+                raise _CannotTell  # what the `try:` guards changes
+            self._try_touched = True
         self._deleted.add(id(statement))
         self._region(scope, statement)
         if id(owner) not in self._owners:
@@ -361,12 +365,13 @@ class Leftovers:
                     return True
         return False
 
-    def imports_removed(self, removed: Iterable[Sequence[ImportSite]]) -> None:
+    def imports_removed(self, removed: Iterable[Sequence[ImportSite]]) -> bool:
         """The import pass removes these aliases (per statement); a statement left without
-        any goes, and the pruner takes what that empties. The findings stay those of the
-        pass unless an `if` that goes, or whose two branches become one, has findings for a
-        human in its test: the pass then runs again (libcst_pass._import_hygiene), and only
-        making it tells. (Another `if` whose branches become one changes no finding.)"""
+        any goes, and the pruner takes what that empties. True when an `if` that goes has
+        findings for a human in its test: the pass then runs again on what it left
+        (libcst_pass._import_hygiene; not told here when the removals changed a `try:`,
+        whose guard the second pass judges anew). An `if` with such findings whose two
+        branches become one: only making it tells. (Another changes no finding.)"""
         self._imports_decided = True
         before = len(self.resolved)
         branching: dict[int, ast.If] = {}
@@ -376,14 +381,16 @@ class Leftovers:
                 continue
             self._deleted.add(id(site.statement))
             owner = site.chain[-1]
+            self._try_touched |= isinstance(owner, (*_TRY, ast.ExceptHandler))
             branching.update((id(node), node) for node in site.chain if isinstance(node, ast.If))
             if id(owner) not in self._owners:
                 self._owners[id(owner)] = (owner, site.chain)
                 heapq.heappush(self._pending, (-len(site.chain), id(owner)))
         self._prune()
         self._same_branches(owner for owner in branching.values() if self._findings_in(owner.test))
-        if len(self.resolved) > before:
+        if len(self.resolved) > before and self._try_touched:
             raise _CannotTell
+        return len(self.resolved) > before
 
 
 def _kept(site: Found, templates: Sequence[str] | None = None) -> list[ast.AST]:
@@ -463,10 +470,12 @@ def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: 
     None when only making them tells (see the module's doc)."""
     try:
         left = Leftovers(sites, scopes, imports, positions.line_texts)
-        found = sites.diagnostics({id(site) for site in left.resolved})
+        found: list[Diagnostic] = []
         removed: dict[int, list[ImportSite]] = {}  # id(import statement) -> its aliases that go
+        decided: dict[int, Case | None] = {}  # id(import site) -> its case
         for site in imports:
-            case = decide(site, not left.read(site), site.guarded, site.top_level, target, source, facts)
+            case = decided[id(site)] = decide(site, not left.read(site), site.guarded, site.top_level, target, source,
+                                              facts)
             if case is None:
                 continue
             where = positions.where(site.alias)
@@ -479,7 +488,15 @@ def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: 
                                     where.end.line, where.end.column + 1))
             if applied and case.action == "remove-import":
                 removed.setdefault(id(site.statement), []).append(site)
-        left.imports_removed(removed.values())
+        if left.imports_removed(removed.values()):
+            # The second pass finds what the first left: the same, unless a name the test of
+            # an `if` that went read was the last read of an import (`if xm.is_master_ordinal():`).
+            gone = {id(site) for aliases in removed.values() for site in aliases}
+            for site in imports:
+                if id(site) not in gone and decided[id(site)] is not decide(
+                        site, not left.read(site), site.guarded, site.top_level, target, source, facts):
+                    raise _CannotTell
+        found[:0] = sites.diagnostics({id(site) for site in left.resolved})
     except _CannotTell:
         return None
     return found
