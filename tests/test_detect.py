@@ -232,8 +232,16 @@ _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.dist
     )),
     # A deletion in a `try:` changes what guards the imports there.
     (b"try:\n    import torch_xla.core.xla_model as xm\n    xm.mark_step()\nexcept ImportError:\n    xm = None\n", True),
-    # The branches may become the same: one of them replaces the `if`.
-    (b"import torch_xla.core.xla_model as xm\nif a:\n    d = xm.xla_device()\nelse:\n    d = b\n", True),
+    # The branches may become the same: one of them replaces the `if`; not where a fix writes
+    # an expression of another kind than the other branch has there (a call, a name).
+    (b"import torch_xla.core.xla_model as xm\nif a:\n    d = xm.xla_device()\nelse:\n    d = torch.device('tpu')\n",
+     True),
+    (b"import torch_xla.core.xla_model as xm\nif a:\n    d = xm.xla_device()\nelse:\n    d = b\n", False),
+    (b"import torch_xla.core.xla_model as xm\nif a:\n    f(xm.xla_device())\nelse:\n    f(7)\n", False),
+    (b"import torch_xla.core.xla_model as xm\nif a:\n    r = xm.get_ordinal()\nelse:\n    r = 0\n", False),
+    (b"import torch\nimport torch_xla.core.xla_model as xm\nif a:\n    t = xm.REDUCE_SUM\nelse:\n    t = s\n", True),
+    (b"import torch\nimport torch_xla.core.xla_model as xm\nif a:\n    t = xm.xla_device()\nelse:\n    t = xm.REDUCE_SUM\n",
+     True),
 ])
 def test_check_tells_what_the_pruner_does_or_takes_libcst(source: bytes, parsed: bool) -> None:
     settings = _MODES["unsafe"]

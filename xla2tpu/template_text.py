@@ -101,6 +101,12 @@ def all_spelled_names(template: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=512)
+def root_type(template: str) -> type[ast.expr]:
+    """The type of the expression a template writes (a placeholder's is `ast.Name`)."""
+    return type(ast.parse(compiled(template)[0].strip(), mode="eval").body)
+
+
+@functools.lru_cache(maxsize=512)
 def is_statement(template: str) -> bool:
     """True for a template that is a statement (`{t}[:] = f({t})`), not an expression."""
     source = compiled(template)[0]

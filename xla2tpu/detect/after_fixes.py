@@ -13,9 +13,11 @@ that keeps a comment. The import pass's removals are pruned alike (an emptied `t
 goes too). Where that cannot be told (None), the file goes through LibCST: a transform the
 ast did not decide, a deletion in a `try:` before the imports are decided (it changes what
 guards them), an `if` left with a test that does something, an `if` whose branches may
-become the same, an emptied module, a replaced node that opens a scope of its own, a
+become the same (not where a fix writes an expression of another kind than the other
+branch holds there), an emptied module, a replaced node that opens a scope of its own, a
 template that reads an import's own name (not as an attribute's tail) or may spell a
-name with it, an import removal that makes the import pass run again.
+name with it, an import removal after which the import pass runs again and decides
+differently.
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ class Leftovers:
         self._pending: list[tuple[int, int]] = []
         self._owners: dict[int, tuple[ast.AST, tuple[ast.AST, ...]]] = {}  # id -> (owner, nodes down to it)
         self._applied = sites.applied_sites()
-        self._wild = {id(site.node) for site in self._applied}  # nodes whose code the fixes change
+        # Nodes whose code the fixes change -> the node types they may become (None: any).
+        self._wild: dict[int, frozenset[type] | None] = {id(site.node): _becomes(site) for site in self._applied}
         self._imports_decided = False  # until then a deletion in a `try:` changes what it guards
         self._try_touched = False  # the import pass's removals changed a `try:` (what it guards)
         for site in self._applied:
@@ -84,7 +87,7 @@ class Leftovers:
             return
         if site.structural:  # a statement template: the call's line goes, the arguments it names stay
             statement = site.parents[-2]
-            self._wild.add(id(statement))
+            self._wild[id(statement)] = None
             self._writes((case.template,))
             self._region(site.scope, statement, _kept(site))
             return
@@ -120,7 +123,7 @@ class Leftovers:
             if made.statement:  # the call's line goes; an assignment's target is written again
                 statement = site.parents[-2]
                 kept += statement.targets if isinstance(statement, ast.Assign) else []
-                self._wild.add(id(statement))
+                self._wild[id(statement)] = None
                 self._region(site.scope, statement, kept)
             else:
                 self._region(site.scope, site.node, kept)
@@ -142,7 +145,7 @@ class Leftovers:
             texts = profiler_site.texts(site.name)
             self._writes(texts)
             if site.name == profiler_site.START:  # its line becomes the profiler's, keeping the log folder
-                self._wild.add(id(site.parents[-2]))
+                self._wild[id(site.parents[-2])] = None
                 self._region(site.scope, site.parents[-2], _kept(site, texts))
             else:  # the call becomes the profiler's stop
                 self._region(site.scope, site.node)
@@ -151,7 +154,7 @@ class Leftovers:
             # `nprocs`; the worker written above reads only the modules it spells.
             assert site.args is not None
             self._writes(launch_site.TEMPLATES)
-            self._wild.add(id(site.parents[-2]))
+            self._wild[id(site.parents[-2])] = None
             self._region(site.scope, site.parents[-2], launch_site.kept(site.args))
         else:
             raise _CannotTell
@@ -165,7 +168,7 @@ class Leftovers:
         if any(isinstance(n, ast.Name) and n.id in self._names for n in ast.walk(device)):
             raise _CannotTell  # copied into the loops, in scopes of their own
         self._writes((loader_site.MOVE_ONE,))
-        self._wild.update((id(site.node), id(statement)))
+        self._wild.update(dict.fromkeys((id(site.node), id(statement))))
         if not loader_site.alias_goes(site.node, loader, site.parents[:-1]):
             self._region(site.scope, site.node, [loader])
             return
@@ -183,7 +186,7 @@ class Leftovers:
         self._device_loader(site, devices.elts[0])
         for outer, scope in site.made:
             assert isinstance(outer.func, ast.Attribute)
-            self._wild.add(id(outer))
+            self._wild[id(outer)] = None
             self._region(scope, outer, [outer.func.value])
 
     def _call_shape(self, site: Found) -> None:
@@ -192,14 +195,14 @@ class Leftovers:
         template = site.case.template
         self._writes(call_shapes.TEXTS[template])
         if template == "with-unwrap":  # the item goes; its body stays as written
-            self._wild.add(id(site.parents[-3]))
+            self._wild[id(site.parents[-3])] = None
             self._region(site.scope, site.node)
         elif template == "optimum-from-pretrained":  # optimum-tpu's own arguments go with the callee
             self._region(site.scope, site.node, call_shapes.kept_arguments(site.node))
         else:  # a scan's line becomes its loop: the targets and the arguments it names stay
             statement = site.parents[-2]
             assert isinstance(statement, ast.Assign)
-            self._wild.add(id(statement))
+            self._wild[id(statement)] = None
             self._region(site.scope, statement, [*_kept(site, call_shapes.TEXTS[template]), *statement.targets])
 
     def _writes(self, templates: Iterable[str]) -> None:
@@ -344,7 +347,8 @@ class Leftovers:
 
     def _may_equal(self, a: object, b: object) -> bool:
         if isinstance(a, ast.AST) and (id(a) in self._wild or id(b) in self._wild):
-            return True
+            kinds, other = self._kinds(a), self._kinds(b)
+            return kinds is None or other is None or bool(kinds & other)
         if type(a) is not type(b):
             return False
         if isinstance(a, list):
@@ -352,6 +356,10 @@ class Leftovers:
         if isinstance(a, ast.AST):
             return all(self._may_equal(getattr(a, f, None), getattr(b, f, None)) for f in a._fields)
         return a == b
+
+    def _kinds(self, node: object) -> frozenset[type] | None:
+        """The node types `node` may be once the fixes are made (None: any)."""
+        return self._wild[id(node)] if id(node) in self._wild else frozenset({type(node)})
 
     # ------------------------------------------------------------------ what is read after
     def read(self, site: ImportSite) -> bool:
@@ -391,6 +399,18 @@ class Leftovers:
         if len(self.resolved) > before and self._try_touched:
             raise _CannotTell
         return len(self.resolved) > before
+
+
+def _becomes(site: Found) -> frozenset[type] | None:
+    """The node types an applied fix may make of the site's node: the root of the expression
+    its template writes, unless that is a placeholder or a dotted name (the speller may write
+    `torch.distributed.get_rank` as `dist.get_rank` or `get_rank`); None: any. Code whose
+    root differs in type from another's cannot print the same."""
+    case = site.case
+    if site.structural or case.action not in ("replace", "rename") or template_text.is_statement(case.template):
+        return None
+    root = template_text.root_type(case.template)
+    return None if root in (ast.Name, ast.Attribute) else frozenset({root})
 
 
 def _kept(site: Found, templates: Sequence[str] | None = None) -> list[ast.AST]:
