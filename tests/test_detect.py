@@ -73,6 +73,8 @@ _LAUNCH = (b"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed
 
 _IF_DEVICES = b"import torch_xla.core.xla_model as xm\nif len(xm.get_xla_supported_devices()) > 1:\n%sprint(1)\n"
 _LOADER = b"import torch_xla.core.xla_model as xm\nimport torch_xla.distributed.parallel_loader as pl\n\n\n%s"
+# Plain functions: enough of the file for a reduced parse to pay (reduction.MIN_LEFT_OUT).
+_PLAIN = b"".join(b"def plain%d(a):\n    return a + %d\n\n\n" % (i, i) for i in range(6))
 _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.distributed.init_process_group('tpu')\n\n\n"
                b"def f(a, b, s, model):\n    %s\n    return y\n")
 
@@ -198,8 +200,9 @@ _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.dist
     # A device loader's consumers, found on the ast as the builder finds them: loops over
     # it, directly or through `enumerate`/`tqdm`, or over a variable, or in a function of
     # the module it is handed to; anything else (`iter()`, a keyword argument, a parameter
-    # of the same name, a rebinding) leaves it for a human. A consumer in a statement
-    # LibCST does not parse, or a device that reads an import, is for LibCST's pass.
+    # of the same name, a rebinding) leaves it for a human. A consumer in a statement a
+    # reduced LibCST parse leaves out (reduction.py: a function only a statement the plan
+    # does not keep calls), or a device that reads an import, is for LibCST's pass.
     *((_LOADER % body, parsed) for body, parsed in (
         (b"def train_loop_fn(loader):\n    for step, (data, target) in enumerate(loader):\n        xm.optimizer_step(opt)\n\n\n"
          b"def main():\n    device = xm.xla_device()\n    train_device_loader = pl.MpDeviceLoader(train_loader, device)\n"
@@ -210,7 +213,10 @@ _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.dist
         (b"def main(dl, device):\n    dl = pl.MpDeviceLoader(train_loader, device)\n    for x in dl:\n        pass\n", False),
         (b"def main(device):\n    dl = pl.MpDeviceLoader(train_loader, device)\n    run(loader=dl)\n", False),
         (b"def run(loader):\n    for b in loader:\n        f(b)\n\n\ndef main(device):\n"
-         b"    dl = pl.MpDeviceLoader(train_loader, device)\n    run(dl)\n", True),
+         b"    dl = pl.MpDeviceLoader(train_loader, device)\n    run(dl)\n", False),
+        (_PLAIN + b"def run(loader):\n    for b in loader:\n        f(b)\n\n\n" + _PLAIN.replace(b"plain", b"other")
+         + b"dl = pl.MpDeviceLoader(train_loader, dev)\nrun(dl)\n", True),
+        (_PLAIN + b"dl = pl.MpDeviceLoader(train_loader, dev)\nprint('ready')\nfor x in dl:\n    f(x)\n" + _PLAIN, False),
         (b"dl = pl.MpDeviceLoader(train_loader, dev)\nfor x, _ in dl:\n    xm.mark_step()\n", False),
         (b"def main():\n    dl = pl.MpDeviceLoader(train_loader, xm.xla_device())\n    for x in dl:\n        f(x)\n", True),
         (b"def main(device):\n    dl = pl.MpDeviceLoader(train_loader, device)\n    dl = wrap(dl)\n    for x in dl:\n"

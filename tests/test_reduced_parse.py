@@ -11,7 +11,7 @@ import libcst as cst
 import pytest
 
 from tests.fixture_cases import ROOT, Case, cases
-from xla2tpu import layout
+from xla2tpu import reduction
 from xla2tpu.diagnostics import FileResult
 from xla2tpu.engine import process_source
 from xla2tpu.layout import Layout
@@ -60,7 +60,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, case: Case, data: bytes, reduce: bool)
         reduced += found is not None
         return found
 
-    monkeypatch.setattr(layout, "_MIN_LEFT_OUT", 0.0 if reduce else 2.0)
+    monkeypatch.setattr(reduction, "MIN_LEFT_OUT", 0.0 if reduce else 2.0)
     monkeypatch.setattr(Layout, "reduced_parse", classmethod(counting))
     return process_source(str(case.path), data, case.settings()), reduced
 
@@ -103,7 +103,7 @@ def test_a_reduced_module_keeps_the_whole_modules_defaults(path: Path, monkeypat
         tree = ast.parse(source)
     except SyntaxError:
         pytest.skip("not Python that CPython accepts")
-    monkeypatch.setattr(layout, "_MIN_LEFT_OUT", 0.0)
+    monkeypatch.setattr(reduction, "MIN_LEFT_OUT", 0.0)
     reduced = Layout.reduced_parse(source, tree, lambda text, group: False)
     if reduced is None:
         pytest.skip("not reducible")

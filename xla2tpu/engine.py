@@ -26,6 +26,7 @@ from xla2tpu.index import build
 from xla2tpu.noqa import Suppressions, skip_file
 from xla2tpu.ast_blocks import first_line, groups_of
 from xla2tpu.plan import Plan
+from xla2tpu.reduction import Parsed
 from xla2tpu.prefilter import holds_token, may_hold_idiom
 from xla2tpu.project import EMPTY, Context
 from xla2tpu.project_findings import project_findings
@@ -108,13 +109,13 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
 
     kept = [node for text, group in statements if plan.keeps(text, group) for node in group.nodes]
     scopes = Scopes(tree, canonical, kept, read)
-    kept_ids = frozenset(map(id, kept))
+    parsed = Parsed(decoded.text, tree, plan.keeps)  # what LibCST's pass will hold of the file
     imports = import_sites(tree, scopes, index)
     env_reads = variables_read(decoded.text)
 
     def detect(facts: Facts) -> SiteMap:
         found = Detector(tree, decoded.text, index, scopes, positions, settings.target, settings.apply, facts,
-                         env_reads, kept_ids).run(statements, plan.matches, read)
+                         env_reads, parsed).run(statements, plan.matches, read)
         return SiteMap(found, positions, suppressions, settings.apply, facts, context.defined, len(prefix))
 
     # A file no fix rewrites, or one whose fixed code is not wanted (`check`), with no

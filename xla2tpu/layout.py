@@ -29,12 +29,10 @@ import libcst as cst
 
 from xla2tpu.ast_blocks import Group, blocks, groups_of
 from xla2tpu.detect.positions import NEWLINE, line_starts
+from xla2tpu.reduction import GAP, reduce
 
 _EMPTY_LINE = re.compile(r"[ \t\f]*(?:#[^\r\n]*)?(?:\r\n?|\n)?")
-_GAP = "__xla2tpu_gap_"
-_GAP_NAME = re.compile(rf"{_GAP}(\d+)__")
-# Below this share of the source left out, the reduction does not pay for its checks.
-_MIN_LEFT_OUT = 0.25
+_GAP_NAME = re.compile(rf"{GAP}(\d+)__")
 
 
 def lines_code(module: cst.Module, lines: Sequence[cst.EmptyLine]) -> str:
@@ -86,16 +84,10 @@ class Layout:
         """The layout of a parse of the statements that `keeps` accepts (a pass visits them;
         lints read CPython's tree), judged on each chunk's text; None when the reduction
         would not pay or does not reproduce the source exactly."""
-        if tree is None or not tree.body or not source.endswith(("\n", "\r")) or _GAP in source:
+        reduction = reduce(source, tree, keeps)
+        if reduction is None:
             return None
-        bounds = line_starts(source)
-        groups = groups_of(tree.body)
-        ends = [group.last for group in groups[:-1]] + [len(bounds) - 1]
-        chunks = [source[bounds[a]:bounds[b]] for a, b in zip([0, *ends], ends)]
-        needed = _needed(chunks, groups, keeps)
-        left_out = sum(len(chunk) for chunk, need in zip(chunks, needed) if not need)
-        if left_out < _MIN_LEFT_OUT * len(source):
-            return None
+        bounds, groups, ends, chunks, needed = reduction
         # Units: a needed chunk, or a run of others (chunk indices).
         units: list[list[int]] = []
         for index, need in enumerate(needed):
@@ -103,7 +95,7 @@ class Layout:
                 units.append([index])
             else:
                 units[-1].append(index)
-        reduced = "".join(chunks[u[0]] if needed[u[0]] else f"{_GAP}{n}__\n" for n, u in enumerate(units))
+        reduced = "".join(chunks[u[0]] if needed[u[0]] else f"{GAP}{n}__\n" for n, u in enumerate(units))
         try:
             module = cst.parse_module(reduced)
         except (cst.ParserSyntaxError, RecursionError):
@@ -129,7 +121,7 @@ class Layout:
                 line += len(NEWLINE.findall(code))
                 continue
             # A placeholder: what precedes it printed back exactly, and it is only its line.
-            if source[expected:start] != pending or module.code_for_node(statement) != f"{_GAP}{number}__\n":
+            if source[expected:start] != pending or module.code_for_node(statement) != f"{GAP}{number}__\n":
                 return None
             texts.append(source[start:end])
             starts.append(line)
@@ -194,62 +186,6 @@ def _starts(module: cst.Module, source: str, bounds: list[int], groups: list[Gro
     if end < previous_last:
         return None
     return [*starts, end]
-
-
-def _needed(chunks: list[str], groups: list[Group], keeps: Callable[[str, Group], bool]) -> list[bool]:
-    kept = [keeps(chunk, group) for chunk, group in zip(chunks, groups)]
-    needed = list(kept)
-    # A statement that may be deleted hands its comments to the next one.
-    for index, k in enumerate(kept[:-1]):
-        if k:
-            needed[index + 1] = True
-    # Some rewrites reach past their statement: to the function a site passes a value to,
-    # and to the statements that read a variable a site is assigned to (a loader and the
-    # loops over it). Those are parsed too, so that they are there to be rewritten.
-    called: set[str] = set()
-    bound: set[str] = set()
-    for chunk, group, k in zip(chunks, groups, kept):
-        if k:
-            called.update(_CALLED.findall(chunk))
-            bound.update(assigned_names(group))
-    reads = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, bound))) + r")\b") if bound else None
-    for index, (chunk, group) in enumerate(zip(chunks, groups)):
-        if needed[index]:
-            continue
-        definition = group.definition
-        if (definition is not None and definition.name in called) or (reads is not None and reads.search(chunk)):
-            needed[index] = True
-    # New imports go after the docstring and `__future__` imports, spaced by what follows.
-    prologue = 0
-    if _is_docstring(groups[0]):
-        prologue = 1
-    while prologue < len(groups) and all(_is_future(node) for node in groups[prologue].nodes):
-        prologue += 1
-    for index in range(min(prologue + 1, len(groups))):
-        needed[index] = True
-    return needed
-
-
-_CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
-
-
-def assigned_names(group: Group) -> list[str]:
-    """The plain names `group` assigns to (`x = ...`, `x: T = ...`)."""
-    names: list[str] = []
-    for node in group.nodes:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        names += [target.id for target in targets if isinstance(target, ast.Name)]
-    return names
-
-
-def _is_docstring(group: Group) -> bool:
-    node = group.nodes[0]
-    return (len(group.nodes) == 1 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str))
-
-
-def _is_future(node: ast.stmt) -> bool:
-    return isinstance(node, ast.ImportFrom) and node.module == "__future__" and not node.level
 
 
 def _first_indent(source: str, bounds: list[int], groups: list[Group]) -> str:

@@ -27,7 +27,8 @@ from libcst.metadata import CodePosition, CodeRange, PositionProvider
 
 from xla2tpu.ast_blocks import Group, groups_of
 from xla2tpu.detect.positions import NEWLINE
-from xla2tpu.layout import Layout, assigned_names, lines_code
+from xla2tpu.layout import Layout, lines_code
+from xla2tpu.reduction import assigned_names
 from xla2tpu.plan import Plan, words
 from xla2tpu.statements import pass_statement
 

@@ -6,15 +6,16 @@ leaves goes (transforms/aliases.py). Nothing here imports LibCST.
 The two trees name things differently: LibCST has a `Name` node for a definition's,
 a parameter's, a keyword argument's, an import's or a `global`'s name, where CPython's tree
 has a string. The builders read every such `Name` of the variable as a use, so each is read
-here as one too (`_occurrences`). LibCST parses the top-level statements the plan keeps
-(layout.py), so the builders see only those: a decision that would read one it leaves out
-is not taken here (None), and LibCST's pass decides as before.
+here as one too (`_occurrences`). A reduced LibCST parse holds only some top-level
+statements (reduction.py: those the plan keeps, the ones that read what they assign, the
+functions they call), so the builders see only those: a decision that would read one it
+leaves out is not taken here (None), and LibCST's pass decides as before.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 
 from xla2tpu.detect.order import children
@@ -35,7 +36,7 @@ class Module:
     """The module as the builders see it: its tree, and the top-level statements LibCST parses."""
 
     tree: ast.Module
-    kept: Collection[int]  # ids of the kept top-level statements
+    kept: Container[int]  # ids of the top-level statements LibCST's parse holds (reduction.Parsed)
 
     def check_kept(self, node: ast.AST, parents: Parents) -> None:
         """Undecided when `node` (its ancestors `parents`, the module first) is in a top-level

@@ -19,7 +19,7 @@ import ast
 import bisect
 import copy
 import functools
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xla2tpu import template_text
@@ -125,10 +125,10 @@ class Detector:
 
     def __init__(self, tree: ast.Module, source: str, index: RuleIndex, scopes: Scopes, positions: Positions,
                  target: str, apply: frozenset[FixClass], facts: Facts = UNKNOWN,
-                 env_reads: frozenset[str] = frozenset(), kept: Collection[int] = ()) -> None:
+                 env_reads: frozenset[str] = frozenset(), parsed: Container[int] = ()) -> None:
         self.tree = tree
-        # The module as LibCST's pass parses it (`kept`: ids of its top-level statements, engine.py).
-        self._module = loader_site.Module(tree, kept)
+        # The module as LibCST's pass parses it (`parsed`: ids of its top-level statements, reduction.Parsed).
+        self._module = loader_site.Module(tree, parsed)
         self.source = source
         self.index = index
         self.scopes = scopes
