@@ -82,8 +82,9 @@ class Layout:
     @classmethod
     def reduced_parse(cls, source: str, tree: ast.Module | None, keeps: Callable[[str, Group], bool]) -> Layout | None:
         """The layout of a parse of the statements that `keeps` accepts (a pass visits them;
-        lints read CPython's tree), judged on each chunk's text; None when the reduction
-        would not pay or does not reproduce the source exactly."""
+        lints read CPython's tree) and those they reach (reduction.py), judged on each
+        chunk's text; None when the reduction would not pay or does not reproduce the
+        source exactly."""
         reduction = reduce(source, tree, keeps)
         if reduction is None:
             return None
