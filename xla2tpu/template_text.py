@@ -9,6 +9,7 @@ import functools
 import io
 import re
 import tokenize
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from xla2tpu.detect.names import dotted_name as ast_dotted_name
@@ -67,30 +68,31 @@ def placeholders(template: str) -> tuple[Slot, ...]:
     return compiled(template)[1]
 
 
+def _names(template: str) -> Iterator[tuple[str, bool]]:
+    """Each name token of the code a rendering of `template` writes itself (its
+    placeholders' defaults too), and whether it follows a `.` (an attribute's tail)."""
+    source, slots = compiled(template)
+    for text in [source, *(slot.default for slot in slots if slot.default)]:
+        after_dot = False
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.NAME and not _SLOT_MARK.fullmatch(token.string):
+                yield token.string, after_dot
+            after_dot = token.type == tokenize.OP and token.string == "."
+
+
 @functools.lru_cache(maxsize=512)
 def identifiers(template: str) -> frozenset[str]:
     """The names a rendering of `template` writes itself (its placeholders' defaults too),
     whatever the arguments put in its slots: its code's, not its comments' or strings'."""
-    source, slots = compiled(template)
-    texts = [source, *(slot.default for slot in slots if slot.default)]
-    return frozenset(token.string for text in texts for token in tokenize.generate_tokens(io.StringIO(text).readline)
-                     if token.type == tokenize.NAME and not _SLOT_MARK.fullmatch(token.string))
+    return frozenset(name for name, _ in _names(template))
 
 
 @functools.lru_cache(maxsize=512)
 def read_names(template: str) -> frozenset[str]:
-    """The names a rendering of `template` reads as written (its placeholders' defaults too):
-    `identifiers` without the attribute tails (`tpu` and `synchronize` in
-    `torch.tpu.synchronize()`), which read no variable."""
-    source, slots = compiled(template)
-    found: set[str] = set()
-    for text in [source, *(slot.default for slot in slots if slot.default)]:
-        after_dot = False
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type == tokenize.NAME and not after_dot and not _SLOT_MARK.fullmatch(token.string):
-                found.add(token.string)
-            after_dot = token.type == tokenize.OP and token.string == "."
-    return frozenset(found)
+    """`identifiers` without the attribute tails (`tpu` and `synchronize` in
+    `torch.tpu.synchronize()`), which read no variable: the names a rendering reads as
+    written."""
+    return frozenset(name for name, tail in _names(template) if not tail)
 
 
 @functools.lru_cache(maxsize=512)

@@ -493,9 +493,12 @@ def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: 
         found: list[Diagnostic] = []
         removed: dict[int, list[ImportSite]] = {}  # id(import statement) -> its aliases that go
         decided: dict[int, Case | None] = {}  # id(import site) -> its case
+
+        def case_of(site: ImportSite) -> Case | None:  # as the import pass decides on what is left
+            return decide(site, not left.read(site), site.guarded, site.top_level, target, source, facts)
+
         for site in imports:
-            case = decided[id(site)] = decide(site, not left.read(site), site.guarded, site.top_level, target, source,
-                                              facts)
+            case = decided[id(site)] = case_of(site)
             if case is None:
                 continue
             where = positions.where(site.alias)
@@ -513,8 +516,7 @@ def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: 
             # an `if` that went read was the last read of an import (`if xm.is_master_ordinal():`).
             gone = {id(site) for aliases in removed.values() for site in aliases}
             for site in imports:
-                if id(site) not in gone and decided[id(site)] is not decide(
-                        site, not left.read(site), site.guarded, site.top_level, target, source, facts):
+                if id(site) not in gone and decided[id(site)] is not case_of(site):
                     raise _CannotTell
         found[:0] = sites.diagnostics({id(site) for site in left.resolved})
     except _CannotTell:
