@@ -127,3 +127,23 @@ def test_a_warm_run_sees_the_modules_added_and_ignored_since(tmp_path: Path, mon
     assert any("processes=spawn" in line for line in _findings(root, monkeypatch, "train_lib/optim.py"))
     (root / ".gitignore").write_text("tools/\n", encoding="utf-8")
     assert not any("processes=spawn" in line for line in _findings(root, monkeypatch, "train_lib/optim.py"))
+
+
+def test_without_a_marker_the_root_is_what_holds_the_named_files_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model walks its whole root: a run from a big folder without a project marker
+    ($HOME, /tmp) on one script there must not walk everything under the folder run in."""
+    from xla2tpu.project import find_root
+
+    for folder in ("scripts", "lib/pkg/sub", "unrelated"):
+        (tmp_path / folder).mkdir(parents=True)
+    for package in ("lib/pkg", "lib/pkg/sub"):
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "scripts" / "train.py").write_text("import torch_xla\n")
+    monkeypatch.chdir(tmp_path)
+    assert find_root([Path("scripts/train.py")]) == tmp_path / "scripts"
+    assert find_root([Path("scripts")]) == tmp_path / "scripts"
+    assert find_root([Path("lib/pkg/sub/__init__.py")]) == tmp_path / "lib"
+    assert find_root([Path("lib/pkg")]) == tmp_path / "lib"
+    assert find_root([Path(".")]) == tmp_path
+    (tmp_path / "pyproject.toml").write_text("")
+    assert find_root([Path("scripts/train.py")]) == tmp_path

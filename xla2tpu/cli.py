@@ -59,7 +59,7 @@ def _options(command: Callable) -> Callable:
         click.option("--no-cache", is_flag=True, help="Read and analyse every file, ignoring and not updating the cache."),
         click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), help=f"Where results are cached (default: {DEFAULT_DIR} in the project root)."),
         click.option("--shard", help="K/N: process only this deterministic share of the files (by a hash of each path), for a CI matrix."),
-        click.option("--project-root", type=click.Path(path_type=Path, file_okay=False, exists=True), help="The folder whose modules make up the project model (default: the nearest one above the first path holding pyproject.toml, .git, setup.py or setup.cfg)."),
+        click.option("--project-root", type=click.Path(path_type=Path, file_okay=False, exists=True), help="The folder whose modules make up the project model (default: the nearest one above the first path holding pyproject.toml, .git, setup.py or setup.cfg; without one, the folder holding the outermost package around the first path)."),
     ]
     for decorator in reversed(decorators):
         command = decorator(command)

@@ -42,14 +42,20 @@ _DEPTH = 12  # re-export chains longer than this are not followed (a cycle, or n
 
 def find_root(paths: Iterable[Path]) -> Path:
     """The project a run belongs to: the nearest folder above the first path that holds a
-    project marker (`pyproject.toml`, `.git`, `setup.py`, `setup.cfg`), else the folder run in."""
+    project marker (`pyproject.toml`, `.git`, `setup.py`, `setup.cfg`), else the folder that
+    holds the outermost package around it (how mypy names a file's module).
+
+    Never the folder run in: the model walks every module under its root, and a run from
+    $HOME or /tmp on one script would walk everything there."""
     first = next(iter(paths), Path("."))
     start = Path(os.path.abspath(first))
     for folder in [start, *start.parents] if start.is_dir() else start.parents:
         if any((folder / marker).exists() for marker in _MARKERS):
             return folder
-    cwd = Path.cwd()
-    return cwd if start == cwd or cwd in start.parents else (start if start.is_dir() else start.parent)
+    folder = start if start.is_dir() else start.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        folder = folder.parent
+    return folder
 
 
 @dataclass(frozen=True)
