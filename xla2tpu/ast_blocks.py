@@ -6,14 +6,21 @@ module runs when it loads (facts, module summaries), the absolute modules a file
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from xla2tpu.detect.order import walk
+
+@functools.cache
+def _has_blocks(kind: type) -> bool:
+    return any(name in kind._fields for name in ("body", "cases", "handlers", "orelse", "finalbody"))
+
 
 def blocks(node: ast.AST) -> list[list[ast.AST]]:
     """The blocks of a compound statement (or of a `case`), in source order: its body, its
     `case`s, its handlers' bodies, its `else` and `finally` (`elif` is an `if` in `else`)."""
+    if not _has_blocks(type(node)):  # most statements are simple: asked of each one in walks
+        return []
     found: list[list[ast.AST]] = [getattr(node, f) for f in ("body", "cases") if isinstance(getattr(node, f, None), list)]
     found += [handler.body for handler in getattr(node, "handlers", ())]
     found += [getattr(node, f) for f in ("orelse", "finalbody") if getattr(node, f, None)]
@@ -31,10 +38,19 @@ def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from module_level([s for s in block if isinstance(s, ast.stmt)])
 
 
-def imported_modules(tree: ast.AST) -> Iterator[tuple[int, str]]:
+def statements(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every statement under `body`, in functions and classes too (and each `case` of a
+    `match`): where an import can be, found without walking a single expression."""
+    for node in body:
+        yield node
+        for block in blocks(node):
+            yield from statements(block)
+
+
+def imported_modules(tree: ast.Module) -> Iterator[tuple[int, str]]:
     """(line, module) for every absolute import anywhere in `tree`: `import a.b` gives
     `a.b`, `from a.b import c` gives `a.b` (a relative import names the project's own)."""
-    for node in walk(tree):
+    for node in statements(tree.body):
         if isinstance(node, ast.Import):
             yield from ((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -47,7 +63,7 @@ def lazy_imports(tree: ast.Module) -> frozenset[str]:
     without torch)."""
     loaded = {alias.name.split(".")[0] for node in module_level(tree.body) if isinstance(node, ast.Import)
               for alias in node.names}
-    inside = {alias.name.split(".")[0] for node in walk(tree)
+    inside = {alias.name.split(".")[0] for node in statements(tree.body)
               if isinstance(node, ast.Import) for alias in node.names if alias.asname is None}
     return frozenset(inside - loaded)
 

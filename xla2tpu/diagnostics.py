@@ -60,4 +60,9 @@ class FileResult:
     @classmethod
     def counted(cls, path: str, data: bytes) -> FileResult:
         """The result of a file that is not parsed: its line count only."""
-        return cls(path, lines=data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0))
+        return cls(path, lines=line_count(data))
+
+
+def line_count(data: bytes) -> int:
+    """Lines as an editor counts them: a last line without a newline counts too."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)

@@ -1,30 +1,34 @@
-"""The engine over many files: in this process for a few, in a process pool for more.
+"""The worker processes of one run: in this process for a few items, in a process pool for
+more, started once and kept for the rest of the run.
 
-Files arrive as the walk reads them, and each goes to a worker as soon as the pool runs,
-so the workers parse while this process is still reading the tree. The engine (and
-LibCST with it) is imported only when a file needs it: a run the cache answers never
-pays for it.
+Work arrives as a stream and each item goes to a worker as soon as the pool runs: the
+front's slices of the tree (scan.py), then each file that may hold an idiom as soon as a
+slice names it, so parses start while other slices are still being read. The engine (and
+LibCST with it) is imported only when a file needs it: a run the cache answers never pays
+for it.
 """
 
 from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, TypeVar
 
 from xla2tpu.diagnostics import FileResult
 from xla2tpu.settings import Settings
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     from xla2tpu.project import Context
 
 Item = tuple[str, bytes, Settings, "Context"]  # path, bytes, settings, what the project says of it
+In = TypeVar("In")
+Out = TypeVar("Out")
 
-# Below this many files a pool costs more to start than it saves.
-_POOL_MIN_FILES = 16
+# Below this many items a pool costs more to start than it saves.
+POOL_MIN_ITEMS = 16
 
 
 def _init_worker() -> None:
@@ -33,32 +37,48 @@ def _init_worker() -> None:
     catalogue.load()
 
 
-def _process(item: Item) -> FileResult:
+def analysed(item: Item) -> FileResult:
+    """One Python file's result (in a worker, or here)."""
     from xla2tpu.engine import process_source
 
     return process_source(*item)
 
 
-def run(items: Iterable[Item], jobs: int | None = None) -> Iterator[FileResult]:
-    """The result of each item, in order; `items` is consumed as the results are."""
-    jobs = jobs or os.cpu_count() or 1
-    pending = iter(items)
-    first: list[Item] = []
-    if jobs > 1:
-        for item in pending:
-            first.append(item)
-            if len(first) == _POOL_MIN_FILES:
-                break
-    if len(first) < _POOL_MIN_FILES:  # few files (or one job): no pool
-        yield from map(_process, first)
-        yield from map(_process, pending)
-        return
-    from concurrent.futures import ProcessPoolExecutor  # here: a run without a pool never pays for it
+class Workers:
+    """The run's pool, started by the first stream long enough to pay for it."""
 
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker) as pool:
-        futures: deque[Future[FileResult]] = deque(pool.submit(_process, item) for item in first)
+    def __init__(self, jobs: int | None = None) -> None:
+        self.jobs = jobs or os.cpu_count() or 1
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+
+    def map(self, function: Callable[[In], Out], items: Iterable[In], at_least: int = POOL_MIN_ITEMS) -> Iterator[Out]:
+        """`function` of each item, in order; `items` is consumed as the results are. Runs
+        here while the pool has not started and fewer than `at_least` items come."""
+        pending = iter(items)
+        first: list[In] = []
+        if self._pool is None and self.jobs > 1:
+            for item in pending:
+                first.append(item)
+                if len(first) == at_least:
+                    break
+        if self._pool is None:
+            if len(first) < at_least or self.jobs == 1:
+                yield from map(function, first)
+                yield from map(function, pending)
+                return
+            from concurrent.futures import ProcessPoolExecutor  # here: a run without a pool never pays for it
+
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, initializer=_init_worker)
+        futures: deque[Future[Out]] = deque(self._pool.submit(function, item) for item in first)
         for item in pending:
-            futures.append(pool.submit(_process, item))
+            futures.append(self._pool.submit(function, item))
             while futures[0].done():
                 yield futures.popleft().result()
         while futures:

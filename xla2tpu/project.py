@@ -486,7 +486,7 @@ def stamps(paths: Iterable[str]) -> dict[str, tuple[int, int]]:
 def build(root: Path, files: Mapping[str, bytes], listed: Iterable[str], stored: Mapping[str, tuple[int, int, Summary]],
           renames: Mapping[str, str], probes: frozenset[str], known: Callable[[str], bool],
           override: Mapping[str, bytes] | None = None, prefiltered: Mapping[str, bool] | None = None,
-          ) -> tuple[Project, dict[str, tuple[int, int, Summary]]]:
+          made: Mapping[str, Summary] | None = None) -> tuple[Project, dict[str, tuple[int, int, Summary]]]:
     """The model of the project at `root` from its Python files (`listed`, absolute paths).
 
     Each module is summarised lightly (its import lines), or taken from `stored` while its
@@ -495,10 +495,12 @@ def build(root: Path, files: Mapping[str, bytes], listed: Iterable[str], stored:
     one and can show processes (a launcher, a program). The bytes come from `files` where
     the run has read them, else from disk; `override` holds text that stands for a file's
     (stdin, for `--stdin-filename`); `prefiltered`, what the run's prefilter said of the
-    files it read. Returns the model and the summaries to store."""
+    files it read; `made`, the light summaries the run has made of them (scan.py). Returns
+    the model and the summaries to store."""
     canonical = Canonicaliser(renames)
     prefiltered = prefiltered or {}
     override = override or {}
+    made = made or {}
     summaries: dict[str, Summary] = {path: summarise(data, canonical) for path, data in override.items()}
     store: dict[str, tuple[int, int, Summary]] = {}
 
@@ -515,6 +517,8 @@ def build(root: Path, files: Mapping[str, bytes], listed: Iterable[str], stored:
         kept = stored.get(path)
         if kept is not None and kept[:2] == stamp:
             summaries[path] = kept[2]
+        elif path in made:
+            summaries[path] = made[path]
         elif (data := data_of(path)) is not None:
             summaries[path] = light(data, prefiltered.get(path))
 

@@ -1,0 +1,80 @@
+"""The front of a run (read, prefilter, light summaries) gives the same results whether the
+workers run it over slices of a big tree or this process runs it over a small one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fixture_cases import FIXTURES
+from xla2tpu import workflow
+from xla2tpu.modules import light
+from xla2tpu.prefilter import may_hold_idiom
+from xla2tpu.scan import scan
+
+IDIOMS = "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\nxm.mark_step()\n"
+NOTEBOOK = {
+    "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": [IDIOMS]}],
+    "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+}
+
+
+def _tree(root: Path) -> None:
+    """Enough files for the front to run in the workers, with what each part of it meets:
+    a project whose modules only the model links, files that may hold an idiom and files
+    that cannot, a notebook, a file that cannot be read and one that cannot be decoded."""
+    shutil.copytree(FIXTURES / "projects" / "spawned_library" / "before", root)
+    plain = workflow._SLICE * workflow._POOL_MIN_SLICES
+    for number in range(plain):
+        folder = root / f"pkg{number % 7}"
+        folder.mkdir(exist_ok=True)
+        text = IDIOMS if number % 97 == 0 else f"import json\n\nVALUE = {number}\n\n\ndef f():\n    return json.dumps(VALUE)"
+        (folder / f"m{number}.py").write_text(text)
+    (root / "pkg3" / "latin.py").write_bytes(b"import torch_xla\nname = '\xe9'\n")
+    (root / "notes.ipynb").write_text(json.dumps(NOTEBOOK))
+    os.mkfifo(root / "pkg5" / "pipe.py")
+
+
+def _check(root: Path, *args: str) -> tuple[int, str]:
+    done = subprocess.run([sys.executable, "-m", "xla2tpu", "check", "--output-format", "json", *args, "."],
+                          cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode in (1, 2), done.stderr[-2000:]
+    return done.returncode, done.stdout
+
+
+def test_the_workers_front_finds_what_one_process_finds(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    _tree(root)
+    alone = _check(root, "--no-cache", "-j", "1")
+    shown = json.loads(alone[1])
+    assert {"notes.ipynb", "pkg0/m0.py", "train_lib/optim.py", "train_lib/callbacks.py"} <= {
+        item["filename"] for item in shown["findings"]}
+    assert {item["filename"] for item in shown["errors"]} == {"pkg3/latin.py", "pkg5/pipe.py"}
+    assert _check(root, "--no-cache", "-j", "2") == alone
+    assert _check(root, "-j", "2") == alone  # cold, filling the cache
+    assert _check(root, "-j", "2") == alone  # warm
+
+
+def test_a_slice_tells_each_file_as_the_run_would(tmp_path: Path) -> None:
+    files = {"idiom.py": IDIOMS.encode(), "plain.py": b"x = 1", "launched.py": b"def _mp_fn(i):\n    pass\n",
+             "empty.py": b"", "notes.ipynb": json.dumps(NOTEBOOK).encode()}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    names = [str(tmp_path / name) for name in [*files, "missing.py"]]
+    found = {Path(item.name).name: item for item in scan(names, summarise=True)}
+    assert "cannot read" in (found["missing.py"].error or "")
+    for name, data in files.items():
+        item = found[name]
+        assert item.error is None
+        assert item.lines == len(data.splitlines())
+        if name.endswith(".ipynb"):
+            assert item.candidate and item.data == data and item.summary is None
+            continue
+        assert item.candidate == may_hold_idiom(data)
+        assert item.data == (data if item.candidate else None)
+        assert item.summary == light(data)
+    assert all(item.summary is None for item in scan(names, summarise=False))
