@@ -200,9 +200,9 @@ _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.dist
     # A device loader's consumers, found on the ast as the builder finds them: loops over
     # it, directly or through `enumerate`/`tqdm`, or over a variable, or in a function of
     # the module it is handed to; anything else (`iter()`, a keyword argument, a parameter
-    # of the same name, a rebinding) leaves it for a human. A consumer in a statement a
-    # reduced LibCST parse leaves out (reduction.py: a function only a statement the plan
-    # does not keep calls), or a device that reads an import, is for LibCST's pass.
+    # of the same name, a rebinding) leaves it for a human. A device that reads an import is
+    # for LibCST's pass; a function only a statement the plan does not keep calls is in the
+    # reduced parse (reduction.py), so the ast decides it as a whole parse would.
     *((_LOADER % body, parsed) for body, parsed in (
         (b"def train_loop_fn(loader):\n    for step, (data, target) in enumerate(loader):\n        xm.optimizer_step(opt)\n\n\n"
          b"def main():\n    device = xm.xla_device()\n    train_device_loader = pl.MpDeviceLoader(train_loader, device)\n"
@@ -215,7 +215,7 @@ _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.dist
         (b"def run(loader):\n    for b in loader:\n        f(b)\n\n\ndef main(device):\n"
          b"    dl = pl.MpDeviceLoader(train_loader, device)\n    run(dl)\n", False),
         (_PLAIN + b"def run(loader):\n    for b in loader:\n        f(b)\n\n\n" + _PLAIN.replace(b"plain", b"other")
-         + b"dl = pl.MpDeviceLoader(train_loader, dev)\nrun(dl)\n", True),
+         + b"dl = pl.MpDeviceLoader(train_loader, dev)\nrun(dl)\n", False),
         (_PLAIN + b"dl = pl.MpDeviceLoader(train_loader, dev)\nprint('ready')\nfor x in dl:\n    f(x)\n" + _PLAIN, False),
         (b"dl = pl.MpDeviceLoader(train_loader, dev)\nfor x, _ in dl:\n    xm.mark_step()\n", False),
         (b"def main():\n    dl = pl.MpDeviceLoader(train_loader, xm.xla_device())\n    for x in dl:\n        f(x)\n", True),

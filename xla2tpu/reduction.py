@@ -66,20 +66,23 @@ def _needed(chunks: list[str], groups: list[Group], keeps: Keeps) -> list[bool]:
             needed[index + 1] = True
     # Some rewrites reach past their statement: to the function a site passes a value to,
     # and to the statements that read a variable a site is assigned to (a loader and the
-    # loops over it). Those are parsed too, so that they are there to be rewritten.
+    # loops over it), and from those on in turn (`main` reads the loader and hands it to
+    # `run`, which loops over it). Those are parsed too, so that they are there to be
+    # rewritten: a whole parse holds them, and a fix must not depend on the file's size.
+    reaching = {index for index, k in enumerate(kept) if k}  # the statements whose reach is followed
+    added = set(reaching)
     called: set[str] = set()
     bound: set[str] = set()
-    for chunk, group, k in zip(chunks, groups, kept):
-        if k:
-            called.update(_CALLED.findall(chunk))
-            bound.update(assigned_names(group))
-    reads = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, bound))) + r")\b") if bound else None
-    for index, (chunk, group) in enumerate(zip(chunks, groups)):
-        if needed[index]:
-            continue
-        definition = group.definition
-        if (definition is not None and definition.name in called) or (reads is not None and reads.search(chunk)):
-            needed[index] = True
+    while added:
+        for index in added:
+            called.update(_CALLED.findall(chunks[index]))
+            bound.update(assigned_names(groups[index]))
+        reads = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, bound))) + r")\b") if bound else None
+        added = {index for index, (chunk, group) in enumerate(zip(chunks, groups)) if index not in reaching and (
+            (group.definition is not None and group.definition.name in called) or (reads is not None and reads.search(chunk)))}
+        reaching |= added
+    for index in reaching:
+        needed[index] = True
     # New imports go after the docstring and `__future__` imports, spaced by what follows.
     prologue = 0
     if _is_docstring(groups[0]):
