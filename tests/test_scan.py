@@ -8,11 +8,15 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import Future
 from pathlib import Path
+
+import pytest
 
 from tests.fixture_cases import FIXTURES
 from xla2tpu import workflow
 from xla2tpu.modules import light
+from xla2tpu.pool import POOL_MIN_ITEMS, Workers
 from xla2tpu.prefilter import may_hold_idiom
 from xla2tpu.scan import scan
 
@@ -78,3 +82,22 @@ def test_a_slice_tells_each_file_as_the_run_would(tmp_path: Path) -> None:
         assert item.data == (data if item.candidate else None)
         assert item.summary == light(data)
     assert all(item.summary is None for item in scan(names, summarise=False))
+
+
+
+def test_a_started_pool_takes_items_whose_results_are_in_before_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker may finish an item before this process looks at it (a loaded machine):
+    the stream goes on with none pending."""
+    with Workers(2) as workers:
+        assert list(workers.map(abs, range(-POOL_MIN_ITEMS, 0))) == list(range(POOL_MIN_ITEMS, 0, -1))
+        pool = workers._pool
+        assert pool is not None
+        submit = pool.submit
+
+        def finished(*args: object) -> Future:
+            future = submit(*args)
+            future.result()
+            return future
+
+        monkeypatch.setattr(pool, "submit", finished)
+        assert list(workers.map(abs, range(-3, 0))) == [3, 2, 1]

@@ -79,7 +79,7 @@ class Workers:
         futures: deque[Future[Out]] = deque(self._pool.submit(function, item) for item in first)
         for item in pending:
             futures.append(self._pool.submit(function, item))
-            while futures[0].done():
+            while futures and futures[0].done():
                 yield futures.popleft().result()
         while futures:
             yield futures.popleft().result()
