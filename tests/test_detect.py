@@ -248,6 +248,23 @@ _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.dist
     (b"import torch\nimport torch_xla.core.xla_model as xm\nif a:\n    t = xm.REDUCE_SUM\nelse:\n    t = s\n", True),
     (b"import torch\nimport torch_xla.core.xla_model as xm\nif a:\n    t = xm.xla_device()\nelse:\n    t = xm.REDUCE_SUM\n",
      True),
+    # ... nor where what the fix writes differs from the other branch in what neither the
+    # speller nor the site's arguments decide: a constant, the arguments' shape.
+    (b"import torch\nimport torch_xla.core.xla_model as xm\nif a:\n    d = xm.xla_device()\nelse:\n    d = torch.device('cpu')\n",
+     False),
+    (b"import torch\nimport torch_xla\nif a:\n    y = t.tpu()\nelse:\n    y = t.to('cpu')\n", False),
+    (b"import torch\nimport torch_xla\nif a:\n    y = t.tpu()\nelse:\n    y = t.to(device='tpu')\n", False),
+    (b"import torch\nimport torch_xla\nif a:\n    y = t.tpu()\nelse:\n    y = s.to('tpu')\n", True),  # `s` may be what fills `{x}`
+    # A variable whose write goes leaves `os.environ.update(...)`, which goes with the last
+    # one (and what it read with it), emptying its block.
+    (b"import os\nos.environ.update(XLA_HLO_DEBUG='1')\n", False),
+    (b"import os\nimport torch_xla.core.xla_model as xm\nif len(xm.get_xla_supported_devices()) > 1:\n"
+     b"    os.environ.update(XLA_HLO_DEBUG='1')\nprint(1)\n", False),
+    (b"import os\nos.environ.update(XLA_HLO_DEBUG='1', OTHER='2')\n", False),
+    (b"import os\nos.environ.update({'XLA_HLO_DEBUG': '1', **extra})\n", False),
+    (b"import os\nimport torch_xla.debug.metrics as met\nif a:\n    os.environ.update({'XLA_HLO_DEBUG': met.x})\nprint(1)\n",
+     False),
+    (b"import os\nimport torch_xla.debug.metrics as met\nos.environ.update(XLA_HLO_DEBUG=met.x, A=1)\n", False),
 ])
 def test_check_tells_what_the_pruner_does_or_takes_libcst(source: bytes, parsed: bool) -> None:
     settings = _MODES["unsafe"]

@@ -103,9 +103,14 @@ def all_spelled_names(template: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=512)
-def root_type(template: str) -> type[ast.expr]:
-    """The type of the expression a template writes (a placeholder's is `ast.Name`)."""
-    return type(ast.parse(compiled(template)[0].strip(), mode="eval").body)
+def shape(template: str) -> ast.expr:
+    """The expression a template writes, each placeholder a name of its own (`compiled`)."""
+    return ast.parse(compiled(template)[0].strip(), mode="eval").body
+
+
+def holds_slot(text: str) -> bool:
+    """Whether `text` (a string in `compiled` source) has a placeholder in it."""
+    return _SLOT_MARK.search(text) is not None
 
 
 @functools.lru_cache(maxsize=512)

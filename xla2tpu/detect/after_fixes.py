@@ -64,12 +64,13 @@ class Leftovers:
         self._imported = frozenset(site.qualname for site in imports)
         self._seen: set[int] = set()  # Name nodes taken already (a site inside another's node)
         self._deleted: set[int] = set()  # statements that go
+        self._updates: set[int] = set()  # `os.environ.update(...)` calls some variables leave
         # Owners of blocks the deletions touched, to prune deepest first: (-depth, id) in a heap.
         self._pending: list[tuple[int, int]] = []
         self._owners: dict[int, tuple[ast.AST, tuple[ast.AST, ...]]] = {}  # id -> (owner, nodes down to it)
         self._applied = sites.applied_sites()
-        # Nodes whose code the fixes change -> the node types they may become (None: any).
-        self._wild: dict[int, frozenset[type] | None] = {id(site.node): _becomes(site) for site in self._applied}
+        # Nodes whose code the fixes change -> the expression their fix writes (None: any code).
+        self._wild: dict[int, ast.expr | None] = {id(site.node): _becomes(site) for site in self._applied}
         self._imports_decided = False  # until then a deletion in a `try:` changes what it guards
         self._try_touched = False  # the import pass's removals changed a `try:` (what it guards)
         for site in self._applied:
@@ -98,6 +99,8 @@ class Leftovers:
             if not isinstance(statement, ast.stmt):
                 raise _CannotTell
             self._delete(statement, site.parents[:-2], site.scope)
+        elif case.action == "delete" and site.category == "pair":
+            self._variables_deleted(site.parents)
         elif case.action == "rename" and site.category == "reference":
             self._writes((case.template,))
             self._region(site.scope, site.node)
@@ -106,6 +109,28 @@ class Leftovers:
             self._region(site.scope, site.node, _kept(site) if site.category != "reference" else ())
         else:
             raise _CannotTell
+
+    def _variables_deleted(self, parents: tuple[ast.AST, ...]) -> None:
+        """rewriter._env_update: the variables whose writes go leave `os.environ.update(...)`
+        (`parents[-1]`, told once for all of them), and the statement goes with the last."""
+        call = parents[-1]
+        if id(call) in self._updates:
+            return
+        self._updates.add(id(call))
+        self._wild[id(call)] = None
+        gone = [s for s in self._applied if s.category == "pair" and s.case.action == "delete" and s.parents[-1] is call]
+        assert isinstance(call, ast.Call)
+        dictionary = call.args[0] if len(call.args) == 1 and not call.keywords else None
+        if isinstance(dictionary, ast.Dict):
+            entries, every = [key for key in dictionary.keys if key is not None], dictionary.keys
+        else:
+            entries, every = [k for k in call.keywords if k.arg is not None], [*call.args, *call.keywords]
+        statement = parents[-2]
+        if isinstance(statement, ast.Expr) and len(gone) == len(entries) == len(every):
+            self._delete(statement, parents[:-2], gone[0].scope)  # type: ignore[arg-type]
+            return
+        for site in gone:
+            self._region(site.scope, site.node)  # type: ignore[arg-type]
 
     def _transform(self, site: Found) -> None:
         """What the transforms the ast decides (`Detector._transform_decision`) leave."""
@@ -346,9 +371,13 @@ class Leftovers:
                     raise _CannotTell
 
     def _may_equal(self, a: object, b: object) -> bool:
-        if isinstance(a, ast.AST) and (id(a) in self._wild or id(b) in self._wild):
-            kinds, other = self._kinds(a), self._kinds(b)
+        if isinstance(a, ast.AST) and id(a) in self._wild and id(b) in self._wild:
+            kinds, other = _kinds(self._wild[id(a)]), _kinds(self._wild[id(b)])
             return kinds is None or other is None or bool(kinds & other)
+        if isinstance(a, ast.AST) and id(a) in self._wild:
+            return self._may_write(self._wild[id(a)], b)
+        if isinstance(b, ast.AST) and id(b) in self._wild:
+            return self._may_write(self._wild[id(b)], a)
         if type(a) is not type(b):
             return False
         if isinstance(a, list):
@@ -357,9 +386,27 @@ class Leftovers:
             return all(self._may_equal(getattr(a, f, None), getattr(b, f, None)) for f in a._fields)
         return a == b
 
-    def _kinds(self, node: object) -> frozenset[type] | None:
-        """The node types `node` may be once the fixes are made (None: any)."""
-        return self._wild[id(node)] if id(node) in self._wild else frozenset({type(node)})
+    def _may_write(self, shape: ast.AST | None, node: object) -> bool:
+        """Whether a fix writing `shape` (`_becomes`) may write code that reads as `node`
+        (where the fixes leave `node` as it is). What the speller or the site's arguments
+        decide (a name, a dotted name, a placeholder, a string holding one) may be anything."""
+        if shape is None or isinstance(shape, (ast.Name, ast.Attribute)) or id(node) in self._wild:
+            return True
+        if isinstance(shape, ast.Constant) and isinstance(shape.value, str) and template_text.holds_slot(shape.value):
+            return True
+        if type(shape) is not type(node):
+            return False
+        for field in shape._fields:
+            mine, theirs = getattr(shape, field, None), getattr(node, field, None)
+            if isinstance(mine, list):
+                if not (isinstance(theirs, list) and len(mine) == len(theirs) and all(map(self._may_write, mine, theirs))):
+                    return False
+            elif isinstance(mine, ast.AST):
+                if not self._may_write(mine, theirs):
+                    return False
+            elif mine != theirs:  # an absent node, a constant's value, a name's text
+                return False
+        return True
 
     # ------------------------------------------------------------------ what is read after
     def read(self, site: ImportSite) -> bool:
@@ -401,16 +448,22 @@ class Leftovers:
         return len(self.resolved) > before
 
 
-def _becomes(site: Found) -> frozenset[type] | None:
-    """The node types an applied fix may make of the site's node: the root of the expression
-    its template writes, unless that is a placeholder or a dotted name (the speller may write
-    `torch.distributed.get_rank` as `dist.get_rank` or `get_rank`); None: any. Code whose
-    root differs in type from another's cannot print the same."""
+def _becomes(site: Found) -> ast.expr | None:
+    """The expression an applied fix writes in place of the site's node, its placeholders
+    and dotted names standing for whatever the site and the speller put there (`_may_write`);
+    None: any code (a statement, or a template whose optional placeholders may drop out)."""
     case = site.case
     if site.structural or case.action not in ("replace", "rename") or template_text.is_statement(case.template):
         return None
-    root = template_text.root_type(case.template)
-    return None if root in (ast.Name, ast.Attribute) else frozenset({root})
+    if any(slot.optional for slot in template_text.placeholders(case.template)):
+        return None
+    return template_text.shape(case.template)
+
+
+def _kinds(shape: ast.expr | None) -> frozenset[type] | None:
+    """The node types code written from `shape` may be (None: any): code whose root differs
+    in type from another's cannot print the same."""
+    return None if shape is None or isinstance(shape, (ast.Name, ast.Attribute)) else frozenset({type(shape)})
 
 
 def _kept(site: Found, templates: Sequence[str] | None = None) -> list[ast.AST]:
