@@ -119,19 +119,26 @@ _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.dist
     (b"import torch\ndef f():\n    if x:\n        # why\n\n        import torch_xla.core.xla_model as xm\n    return 1\n",
      False),
     (b"import torch_xla.core.xla_model as xm\nif a:\n    import torch_xla.debug.metrics as met\n    f()\nelse:\n    f()\n", False),
-    # The pass runs again when an `if` with a finding for a human in its test goes: its
-    # findings are the first's unless a decision changes (the test held an import's last
-    # read), or the removals changed a `try:` whose guard it judges anew.
+    # The pass runs again when an `if` with a finding for a human in its test goes: where a
+    # decision changes (the test held an import's last read) its finding replaces the
+    # first's and its removal goes too; where the removals changed a `try:`, whose guard it
+    # judges anew, only making them tells.
     (b"from accelerate.utils import is_tpu_available\nif is_tpu_available():\n"
      b"    import torch_xla.distributed.xla_multiprocessing as xmp\n", False),
     (b"import torch_xla.core.xla_model as xm\nif len(xm.get_xla_supported_devices()) > 1:\n"
      b"    import torch_xla.debug.metrics as met\nn = xm.get_xla_supported_devices()\n", False),
     (b"from transformers import is_torch_xla_available\nif is_torch_xla_available():\n"
-     b"    import torch_xla.core.xla_model as xm\n", True),
+     b"    import torch_xla.core.xla_model as xm\n", False),
+    (b"import torch_xla.core.xla_model as xm\nfrom transformers import is_torch_xla_available\n"
+     b"if len(xm.get_xla_supported_devices()) > 1:\n    if is_torch_xla_available():\n        import torch_xla.debug.metrics as met\n",
+     False),
+    (b"from transformers import is_torch_xla_available\nimport torch_xla.core.xla_model as xm\nif is_torch_xla_available():\n"
+     b"    import torch_xla.debug.metrics as met\nif len(xm.get_xla_supported_devices()) > 1:\n"
+     b"    import torch_xla.utils.utils as xu\nprint(1)\n", False),
     (b"from accelerate.utils import is_tpu_available\nif is_tpu_available():\n    try:\n"
      b"        import torch_xla.core.xla_model as xm\n    except ImportError:\n        pass\n", True),
     *((_IF_DEVICES % body, parsed) for body, parsed in (
-        (b"    import torch_xla.debug.metrics as met\n", True),
+        (b"    import torch_xla.debug.metrics as met\n", False),
         (b"    import torch_xla.debug.metrics as met\n    f()\nelse:\n    f()\n", True),
         (b"    try:\n        import torch_xla.debug.metrics as met\n    except ImportError:\n        pass\n", True),
         (b"    try:\n        import torch_xla.debug.metrics as met\n    except KeyError:\n        log()\n", False),

@@ -543,35 +543,40 @@ def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: 
     None when only making them tells (see the module's doc)."""
     try:
         left = Leftovers(sites, scopes, imports, positions.line_texts)
-        found: list[Diagnostic] = []
-        removed: dict[int, list[ImportSite]] = {}  # id(import statement) -> its aliases that go
-        decided: dict[int, Case | None] = {}  # id(import site) -> its case
+        found: dict[int, Diagnostic] = {}  # id(import site) -> its finding
+        decided: dict[int, Case | None] = {}  # id(import site) -> its case in the first pass
 
         def case_of(site: ImportSite) -> Case | None:  # as the import pass decides on what is left
             return decide(site, not left.read(site), site.guarded, site.top_level, target, source, facts)
 
-        for site in imports:
-            case = decided[id(site)] = case_of(site)
-            if case is None:
-                continue
+        def judge(site: ImportSite, case: Case, removed: dict[int, list[ImportSite]]) -> None:
             where = positions.where(site.alias)
             if suppressions.suppressed(where.start.line, site.rule.code):
-                continue
+                return
             fix = case.fix if case.fixable else FixClass.MANUAL
             applied = fix is not FixClass.MANUAL and fix in apply
             message = message_of(case, facts, site.qualname)
-            found.append(Diagnostic(where.start.line, where.start.column + 1, site.rule.code, message, fix, applied,
-                                    where.end.line, where.end.column + 1))
+            found[id(site)] = Diagnostic(where.start.line, where.start.column + 1, site.rule.code, message, fix, applied,
+                                         where.end.line, where.end.column + 1)
             if applied and case.action == "remove-import":
                 removed.setdefault(id(site.statement), []).append(site)
+
+        removed: dict[int, list[ImportSite]] = {}  # id(import statement) -> its aliases that go
+        for site in imports:
+            case = decided[id(site)] = case_of(site)
+            if case is not None:
+                judge(site, case, removed)
         if left.imports_removed(removed.values()):
-            # The second pass finds what the first left: the same, unless a name the test of
-            # an `if` that went read was the last read of an import (`if xm.is_master_ordinal():`).
+            # The second pass judges what the first left: the same, unless a name the test of
+            # an `if` that went read was the last read of an import (`if is_torch_xla_available():`).
+            # Its findings replace the first's; what it removes goes too, and no third pass runs.
             gone = {id(site) for aliases in removed.values() for site in aliases}
+            again: dict[int, list[ImportSite]] = {}
             for site in imports:
-                if id(site) not in gone and decided[id(site)] is not case_of(site):
-                    raise _CannotTell
-        found[:0] = sites.diagnostics({id(site) for site in left.resolved})
+                case = case_of(site) if id(site) not in gone else None
+                if case is not None and case is not decided[id(site)]:
+                    judge(site, case, again)
+            left.imports_removed(again.values())
+        return [*sites.diagnostics({id(site) for site in left.resolved}), *found.values()]
     except _CannotTell:
         return None
-    return found
