@@ -194,7 +194,8 @@ def _run(paths: Sequence[Path], config: Config, catalogue: Catalogue, settings: 
             if cold and file.candidate:
                 yield name, file.data, settings_of(name), EMPTY
         walked = shard is None and any(os.path.abspath(path) == os.path.abspath(root) for path in paths)
-        listed = [os.path.abspath(f.path) for f in found if f.problem is None and str(f.path).endswith(".py")] if walked else None
+        absolute = _absolute_in(os.getcwd())
+        listed = [absolute(str(f.path)) for f in found if f.problem is None and str(f.path).endswith(".py")] if walked else None
         python = [name for name in lines if not name.endswith(notebook.SUFFIX)]
         sources = {name: read[name] for name in python if name in read}
         models.append(load_project(root, excluder, catalogue, cache, sources, prefiltered=prefiltered, listed=listed,
@@ -326,6 +327,12 @@ def _listing(root: Path, excluder: Excluder, cache: Cache | None) -> list[str]:
     return listed
 
 
+def _absolute_in(folder: str) -> Callable[[str], str]:
+    """`os.path.abspath` run from `folder`, which it asks the system for once, not per name
+    (the model takes every file of a big tree through it)."""
+    return lambda name: os.path.normpath(os.path.join(folder, name))
+
+
 def load_project(root: Path, excluder: Excluder, catalogue: Catalogue, cache: Cache | None,
                  files: dict[str, bytes], override: dict[str, bytes] | None = None,
                  prefiltered: dict[str, bool] | None = None, listed: list[str] | None = None,
@@ -334,14 +341,15 @@ def load_project(root: Path, excluder: Excluder, catalogue: Catalogue, cache: Ca
     cache. `files`: the bytes the run holds; `named`: the Python files the run reads (bytes
     at hand or not); `summaries`: light summaries the run has made; `listed`: the project's
     Python files when the run has walked them all already."""
-    files = {os.path.abspath(name): data for name, data in files.items()}
-    summaries = {os.path.abspath(name): summary for name, summary in (summaries or {}).items()}
-    override = {os.path.abspath(name): data for name, data in (override or {}).items()}
-    prefiltered = {os.path.abspath(name): value for name, value in (prefiltered or {}).items()}
+    absolute = _absolute_in(os.getcwd())
+    files = {absolute(name): data for name, data in files.items()}
+    summaries = {absolute(name): summary for name, summary in (summaries or {}).items()}
+    override = {absolute(name): data for name, data in (override or {}).items()}
+    prefiltered = {absolute(name): value for name, value in (prefiltered or {}).items()}
     if listed is None:
         listed = _listing(root, excluder, cache)
     known = set(listed)
-    listed = listed + list(dict.fromkeys(path for path in [*map(os.path.abspath, named), *files, *override] if path not in known))
+    listed = listed + list(dict.fromkeys(path for path in [*map(absolute, named), *files, *override] if path not in known))
     # A warm run over an unchanged project (every module's size and time as stored) takes
     # the linked model from the cache; text from stdin stands for a file, so it never does.
     stamps = project_mod.stamps(listed) if cache is not None and not override else None
