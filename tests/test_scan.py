@@ -63,6 +63,19 @@ def test_the_workers_front_finds_what_one_process_finds(tmp_path: Path) -> None:
     assert _check(root, "-j", "2") == alone  # warm
 
 
+def test_the_workers_front_fixes_what_one_process_fixes(tmp_path: Path) -> None:
+    trees = {}
+    for jobs in ("1", "2"):
+        root = tmp_path / f"jobs{jobs}"
+        _tree(root)
+        done = subprocess.run([sys.executable, "-m", "xla2tpu", "fix", "--no-cache", "-j", jobs, "."],
+                              cwd=root, capture_output=True, text=True, timeout=600)
+        assert done.returncode in (0, 1, 2), done.stderr[-2000:]
+        trees[jobs] = {path.relative_to(root): path.read_bytes() for path in sorted(root.rglob("*.py*")) if path.is_file()}
+    assert trees["1"] == trees["2"]
+    assert trees["2"][Path("pkg0/m0.py")] != IDIOMS.encode()  # the fixes were written
+
+
 def test_a_slice_tells_each_file_as_the_run_would(tmp_path: Path) -> None:
     files = {"idiom.py": IDIOMS.encode(), "plain.py": b"x = 1", "launched.py": b"def _mp_fn(i):\n    pass\n",
              "empty.py": b"", "notes.ipynb": json.dumps(NOTEBOOK).encode()}
