@@ -267,6 +267,8 @@ _COLLECTIVE = (b"import torch\nimport torch_xla.core.xla_model as xm\ntorch.dist
     (b"import os\nos.environ.update(XLA_HLO_DEBUG='1')\n", False),
     (b"import os\nimport torch_xla.core.xla_model as xm\nif len(xm.get_xla_supported_devices()) > 1:\n"
      b"    os.environ.update(XLA_HLO_DEBUG='1')\nprint(1)\n", False),
+    (b"import os\nimport torch_xla.core.xla_model as xm\nif len(xm.get_xla_supported_devices()) > 1:\n"
+     b"    os.environ.update(**{'XLA_HLO_DEBUG': '1'})\nprint(1)\n", False),  # a `**` dict is the dict's entries
     (b"import os\nos.environ.update(XLA_HLO_DEBUG='1', OTHER='2')\n", False),
     (b"import os\nos.environ.update({'XLA_HLO_DEBUG': '1', **extra})\n", False),
     (b"import os\nimport torch_xla.debug.metrics as met\nif a:\n    os.environ.update({'XLA_HLO_DEBUG': met.x})\nprint(1)\n",

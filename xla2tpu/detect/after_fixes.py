@@ -35,7 +35,7 @@ from xla2tpu.detect.imports import ImportSite, decide, holds_only
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.scopes import FUNCTIONS, SCOPED, Scopes
-from xla2tpu.detect.sites import Found, SiteMap
+from xla2tpu.detect.sites import Found, SiteMap, update_entries
 from xla2tpu.diagnostics import Diagnostic, FixClass
 from xla2tpu.facts import Facts
 from xla2tpu.modules import PREDICATE
@@ -120,13 +120,9 @@ class Leftovers:
         self._wild[id(call)] = None
         gone = [s for s in self._applied if s.category == "pair" and s.case.action == "delete" and s.parents[-1] is call]
         assert isinstance(call, ast.Call)
-        dictionary = call.args[0] if len(call.args) == 1 and not call.keywords else None
-        if isinstance(dictionary, ast.Dict):
-            entries, every = [key for key in dictionary.keys if key is not None], dictionary.keys
-        else:
-            entries, every = [k for k in call.keywords if k.arg is not None], [*call.args, *call.keywords]
+        entries, every = update_entries(call)
         statement = parents[-2]
-        if isinstance(statement, ast.Expr) and len(gone) == len(entries) == len(every):
+        if isinstance(statement, ast.Expr) and len(gone) == len(entries) == every:
             self._delete(statement, parents[:-2], gone[0].scope)  # type: ignore[arg-type]
             return
         for site in gone:

@@ -566,16 +566,9 @@ class Detector:
 
     def _env_update(self, node: ast.Call) -> None:
         """`os.environ.update({"A": "1", ...})` / `update(A="1")`: each variable is a write of its own."""
-        arguments = call_arguments(node)
-        entries: list[tuple[str | None, ast.expr, ast.AST]] = []  # (variable, value, where)
-        if len(arguments) == 1 and arguments[0].keyword is None and isinstance(arguments[0].value, ast.Dict):
-            dictionary = arguments[0].value
-            for key, value in zip(dictionary.keys, dictionary.values):
-                if key is not None:
-                    entries.append((self._text(key), value, _Pair(key, value)))
-        else:
-            entries = [(a.keyword, a.value, a.node) for a in arguments if a.keyword is not None and not a.star]
-        for variable, value, where in entries:
+        entries, _ = update_entries(node)
+        for key, value, where in entries:
+            variable = key if isinstance(key, str) else self._text(key)
             rule = self.index.env.get(variable) if variable else None
             case = self._env_case(rule, variable, True, self._text(value), True) if rule else None  # type: ignore[arg-type]
             if rule is not None and case is not None:
@@ -687,6 +680,18 @@ def _key(category: str, where: object) -> tuple:
 def _block_code(positions: Positions, block: Sequence[ast.stmt]) -> str:
     """The source lines of a block of statements, comments between them included."""
     return positions.lines(first_line(block[0]), block[-1].end_lineno or block[-1].lineno)
+
+
+def update_entries(call: ast.Call) -> tuple[list[tuple[ast.expr | str, ast.expr, ast.AST]], int]:
+    """The variables `os.environ.update(...)` sets, as rewriter._env_update reads them: for
+    each, its key (a node, or a keyword's name), its value and the node a finding points at;
+    and how many elements the dict or the argument list holds in all (`**` ones too)."""
+    arguments = call_arguments(call)
+    if len(arguments) == 1 and arguments[0].keyword is None and isinstance(arguments[0].value, ast.Dict):
+        dictionary = arguments[0].value
+        return ([(key, value, _Pair(key, value)) for key, value in zip(dictionary.keys, dictionary.values) if key is not None],
+                len(dictionary.keys))
+    return [(a.keyword, a.value, a.node) for a in arguments if a.keyword is not None and not a.star], len(arguments)
 
 
 class _Pair(ast.AST):
