@@ -5,19 +5,21 @@ an `if` the fixes empty (pruner.py). LibCST then never parses the file.
 
 A fix replaces its site's node (a reference; a call, keeping the argument nodes its
 template's placeholders name; an expression, keeping its slots), replaces the call's line
-with a statement template's, or deletes the statement the site is. The pruner then removes
+with a statement template's, deletes the statement the site is, or takes a variable out of
+`os.environ.update(...)` (the statement goes with the last one). The pruner then removes
 what the deletions emptied, by its rules, told here on the ast: an `if` whose test only
 reads (its reads go, and the findings in it are resolved), a `for` over a `range`, a `with`
 of autograd state, an undecorated unittest hook; other blocks keep `pass`, as does one
 that keeps a comment. The import pass's removals are pruned alike (an emptied `try:` then
-goes too). Where that cannot be told (None), the file goes through LibCST: a transform the
-ast did not decide, a deletion in a `try:` before the imports are decided (it changes what
-guards them), an `if` left with a test that does something, an `if` whose branches may
-become the same (not where a fix writes an expression of another kind than the other
-branch holds there), an emptied module, a replaced node that opens a scope of its own, a
-template that reads an import's own name (not as an attribute's tail) or may spell a
-name with it, an import removal after which the import pass runs again and decides
-differently.
+goes too), and so is the import pass's second run, where an `if` it removed held the last
+read of an import in its test. Where that cannot be told (None), the file goes through
+LibCST: a transform the ast did not decide, a deletion in a `try:` before the imports are
+decided (it changes what guards them), an `if` left with a test that does something, an
+`if` whose branches may become the same (not where what a fix writes differs from the other
+branch in what neither the speller nor the site's arguments decide), an emptied module, a
+replaced node that opens a scope of its own, a template that reads an import's own name
+(not as an attribute's tail) or may spell a name with it, import removals that change a
+`try:` and make the import pass run again.
 """
 
 from __future__ import annotations
