@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from measure import ContenderFailed, Sample, Timing, run_once
-from synthetic import generate
+from synthetic import MEDIAN_LINES, generate
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "performance.md"
@@ -291,7 +291,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=5000, help="synthetic tree size (0: none)")
     parser.add_argument("--idiom-share", type=float, default=0.02)
-    parser.add_argument("--median-lines", type=int, default=150, help="the synthetic files' median length (small files: 20)")
+    parser.add_argument("--median-lines", type=int, default=MEDIAN_LINES, help="the synthetic files' median length (small files: 20)")
     parser.add_argument("--tree", type=Path, action="append", default=[], help="a real tree to add (repeatable)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--slow-after", type=float, default=30.0)
@@ -317,7 +317,7 @@ def main() -> None:
     synthetic_tree = None
     if args.files:
         print(f"generating {args.files} synthetic files ...", file=sys.stderr)
-        small = "" if args.median_lines == 150 else f"-{args.median_lines}-lines"
+        small = "" if args.median_lines == MEDIAN_LINES else f"-{args.median_lines}-lines"
         synthetic_tree = generate(args.workdir / f"synthetic-{args.files}{small}", args.files, args.idiom_share, REPO,
                                   median_lines=args.median_lines)
         trees.append((f"Synthetic tree ({args.idiom_share:.0%} of files carry fixture idioms, median "

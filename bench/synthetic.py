@@ -159,7 +159,11 @@ class _Writer:
         return "\n".join(self.lines) + "\n"
 
 
-def ordinary(rng: random.Random, median_lines: int = 150) -> str:
+# A real package's median module length; a tree of another is named and stamped for it.
+MEDIAN_LINES = 150
+
+
+def ordinary(rng: random.Random, median_lines: int = MEDIAN_LINES) -> str:
     """One ordinary module, its length drawn from a log-normal law around `median_lines`."""
     lines = int(min(3000, max(8, rng.lognormvariate(math.log(median_lines), 0.9))))
     return _Writer(rng).module(lines)
@@ -180,10 +184,10 @@ def idiom_sources(repo: Path) -> list[str]:
     return found
 
 
-def generate(root: Path, files: int, idiom_share: float, repo: Path, seed: int = 0, median_lines: int = 150) -> Path:
+def generate(root: Path, files: int, idiom_share: float, repo: Path, seed: int = 0, median_lines: int = MEDIAN_LINES) -> Path:
     """Create (or reuse, when the same parameters made it) a tree of `files` files under `root`."""
     stamp = {"version": GENERATOR_VERSION, "files": files, "idiom_share": idiom_share, "seed": seed}
-    if median_lines != 150:  # a tree made before the option keeps its stamp
+    if median_lines != MEDIAN_LINES:  # a tree made before the option keeps its stamp
         stamp["median_lines"] = median_lines
     marker = root / ".bench-tree.json"
     if marker.exists() and json.loads(marker.read_text()) == stamp:
