@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import signal
 import stat
 import tempfile
@@ -56,17 +57,30 @@ class Excluder:
         self.root = root
         self._real_root = Path(os.path.realpath(root))
         self.patterns = list(patterns)
-        self.spec = _spec(patterns)
-        self._folders: dict[Path, Path] = {}  # folder -> where it really is, resolved once per run
+        # A bare name (`build`, `.venv/`: every default) excludes an entry of that name at any
+        # depth, which a set tells at once; pathspec tries each of its patterns' regexes on
+        # each entry, which cost the walk of a 5,000-file tree 0.1 s. A negation makes the
+        # order of the lines matter, so then pathspec decides everything.
+        simple = [] if any(p.startswith("!") for p in patterns) else [p for p in patterns if _BARE_NAME.fullmatch(p)]
+        self._names = frozenset(p for p in simple if not p.endswith("/"))
+        self._folder_names = frozenset(p.rstrip("/") for p in simple if p.endswith("/")) | self._names
+        rest = [p for p in self.patterns if p not in simple]
+        self.spec = _spec(rest) if rest else None
+        self._folders: dict[Path, tuple[Path, bool]] = {}  # folder -> where it really is, and whether excluded
 
     def excluded(self, path: Path, is_dir: bool) -> bool:
         if not self.patterns:
             return False
         # Where the entry sits, not where a link points: a link's own place decides, and
         # resolving a link loop would raise.
-        folder = self._folders.get(path.parent)
-        if folder is None:
-            folder = self._folders[path.parent] = Path(os.path.realpath(path.parent))
+        known = self._folders.get(path.parent)
+        if known is None:
+            known = self._folders[path.parent] = self._folder(path.parent)
+        folder, folder_excluded = known
+        if folder_excluded or path.name in (self._folder_names if is_dir else self._names):
+            return True
+        if self.spec is None:
+            return False
         try:
             relative = (folder / path.name).relative_to(self._real_root).as_posix()
         except ValueError:
@@ -74,6 +88,21 @@ class Excluder:
         if is_dir:
             relative += "/"
         return self.spec.match_file(relative) or self.spec.match_file(path.name + ("/" if is_dir else ""))
+
+    def _folder(self, folder: Path) -> tuple[Path, bool]:
+        """Where `folder` really is, and whether a bare name excludes one of the folders
+        between the project root and it (a folder named on the command line, say)."""
+        real = Path(os.path.realpath(folder))
+        try:
+            between = real.relative_to(self._real_root).parts
+        except ValueError:
+            between = ()
+        return real, any(part in self._folder_names for part in between)
+
+
+# A pattern that is a bare file or folder name: no wildcard, escape, slash inside, comment
+# or space that .gitignore rules would treat specially.
+_BARE_NAME = re.compile(r"[^*?\[\]!#\\/\s]+/?")
 
 
 def _gitignore(directory: Path) -> pathspec.GitIgnoreSpec | None:
@@ -148,20 +177,22 @@ def _walk(
     except OSError as exc:
         yield Found(directory, f"cannot list folder: {exc.strerror or exc}")
         return
+    suffixes = tuple(suffixes)
     for entry in entries:
-        path = Path(entry.path)
-        real_path = real / entry.name
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
             is_link = entry.is_symlink()
         except OSError as exc:
-            yield Found(path, f"cannot read: {exc.strerror or exc}")
+            yield Found(Path(entry.path), f"cannot read: {exc.strerror or exc}")
             continue
-        if excluder.excluded(path, is_dir) or _ignored(real_path, is_dir, ignores):
+        if not (is_dir or entry.name.endswith(suffixes)):
+            continue  # neither walked nor read: whether it is excluded does not matter
+        path = Path(entry.path)
+        if excluder.excluded(path, is_dir) or (ignores and _ignored(real / entry.name, is_dir, ignores)):
             continue
         if is_dir:
-            yield from _walk(path, real_path, excluder, suffixes, ignores, watched)
-        elif entry.name.endswith(tuple(suffixes)):
+            yield from _walk(path, real / entry.name, excluder, suffixes, ignores, watched)
+        else:
             broken = _broken_link(path) if is_link else None
             if broken is not None:
                 yield Found(path, broken)

@@ -10,6 +10,7 @@ for it.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -75,6 +76,10 @@ class Workers:
                 return
             from concurrent.futures import ProcessPoolExecutor  # here: a run without a pool never pays for it
 
+            # What this process holds now lives as long as the run: frozen, no collection
+            # traverses it again, here or in a worker, where a traversal would write to each
+            # inherited object and so copy its page (0.15 s of the workers' CPU on 5,000 files).
+            gc.freeze()
             self._pool = ProcessPoolExecutor(max_workers=self.jobs, initializer=_init_worker)
         futures: deque[Future[Out]] = deque(self._pool.submit(function, item) for item in first)
         for item in pending:

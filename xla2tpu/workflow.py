@@ -328,9 +328,17 @@ def _listing(root: Path, excluder: Excluder, cache: Cache | None) -> list[str]:
 
 
 def _absolute_in(folder: str) -> Callable[[str], str]:
-    """`os.path.abspath` run from `folder`, which it asks the system for once, not per name
-    (the model takes every file of a big tree through it)."""
-    return lambda name: os.path.normpath(os.path.join(folder, name))
+    """`os.path.abspath` run from `folder`, which it asks the system for once, not per name,
+    and each name worked out once (the model takes every file of a big tree through it, once
+    for each table it is in)."""
+    made: dict[str, str] = {}
+
+    def absolute(name: str) -> str:
+        found = made.get(name)
+        if found is None:
+            found = made[name] = os.path.normpath(os.path.join(folder, name))
+        return found
+    return absolute
 
 
 def load_project(root: Path, excluder: Excluder, catalogue: Catalogue, cache: Cache | None,

@@ -53,31 +53,33 @@ def aliases(node: ast.Import | ast.ImportFrom, canonical: Canonicaliser) -> Iter
 def import_sites(tree: ast.Module, scopes: Scopes, index: RuleIndex) -> list[ImportSite]:
     """Every alias the selected import rules match, in source order."""
     binds_in = {id(node): scope for node, scope in scopes.imports}
-    found: list[ImportSite] = []
+    return list(_sites(tree.body, (), 0, (tree,), scopes, index, binds_in))
 
-    def walk(body: Sequence[ast.AST], guards: tuple[bool | None, ...], depth: int, chain: tuple[ast.AST, ...]) -> None:
-        for node in body:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for qualname, bound, alias in aliases(node, scopes.canonical):
-                    rule = index.imports.find(qualname)
-                    if rule is not None:
-                        found.append(ImportSite(rule, qualname, bound, alias, binds_in[id(node)], _guarded(guards), depth == 0,
-                                                node, body, chain))
-            elif isinstance(node, FUNCTIONS):
-                walk(node.body, (*guards, None), depth + 1, (*chain, node))  # its imports run later, outside any `try:`
-            elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-                # Only the `try:` body is guarded: not a handler, `else:` or `finally:`.
-                walk(node.body, (*guards, decides_import_guard(node)), depth, (*chain, node))  # type: ignore[arg-type]
-                for handler in node.handlers:  # type: ignore[attr-defined]
-                    walk(handler.body, (*guards, False), depth, (*chain, node, handler))
-                for block in (node.orelse, node.finalbody):  # type: ignore[attr-defined]
-                    walk(block, (*guards, False), depth, (*chain, node))
-            else:
-                for block in blocks(node):
-                    walk(block, guards, depth, (*chain, node))
 
-    walk(tree.body, (), 0, (tree,))
-    return found
+# A module-level generator, not a closure calling itself: that closure would be a reference
+# cycle holding the file's whole tree until the cyclic collector ran (see engine.py).
+def _sites(body: Sequence[ast.AST], guards: tuple[bool | None, ...], depth: int, chain: tuple[ast.AST, ...],
+           scopes: Scopes, index: RuleIndex, binds_in: dict[int, Scope]) -> Iterator[ImportSite]:
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for qualname, bound, alias in aliases(node, scopes.canonical):
+                rule = index.imports.find(qualname)
+                if rule is not None:
+                    yield ImportSite(rule, qualname, bound, alias, binds_in[id(node)], _guarded(guards), depth == 0,
+                                     node, body, chain)
+        elif isinstance(node, FUNCTIONS):  # its imports run later, outside any `try:`
+            yield from _sites(node.body, (*guards, None), depth + 1, (*chain, node), scopes, index, binds_in)
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            # Only the `try:` body is guarded: not a handler, `else:` or `finally:`.
+            yield from _sites(node.body, (*guards, decides_import_guard(node)), depth, (*chain, node),  # type: ignore[attr-defined]
+                              scopes, index, binds_in)
+            for handler in node.handlers:  # type: ignore[attr-defined]
+                yield from _sites(handler.body, (*guards, False), depth, (*chain, node, handler), scopes, index, binds_in)
+            for block in (node.orelse, node.finalbody):  # type: ignore[attr-defined]
+                yield from _sites(block, (*guards, False), depth, (*chain, node), scopes, index, binds_in)
+        else:
+            for block in blocks(node):
+                yield from _sites(block, guards, depth, (*chain, node), scopes, index, binds_in)
 
 
 def _guarded(guards: tuple[bool | None, ...]) -> bool:
