@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from xla2tpu.diagnostics import line_count
 from xla2tpu.files import FileProblem, read
@@ -38,7 +37,7 @@ def scan(names: Sequence[str], summarise: bool) -> list[Scanned]:
     found = []
     for name in names:
         try:
-            data = read(Path(name))
+            data = read(name)
         except FileProblem as exc:
             found.append(Scanned(name, error=str(exc)))
             continue
