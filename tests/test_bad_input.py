@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import LEGACY
 from xla2tpu import files
-from xla2tpu.files import FileProblem
+from xla2tpu.files import FileProblem, read
 
 BAD = {
     "syntax.py": b"import torch_xla\ndef f(:\n",
@@ -150,23 +150,27 @@ def test_a_file_above_the_read_limit_is_not_read(tmp_path: Path, monkeypatch: py
 
 def test_an_error_while_reading_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "bad_disk.py").write_text(LEGACY)
-    real = os.fdopen
 
-    class FailingRead:  # a disk error after the open succeeded
-        def __init__(self, handle) -> None:  # type: ignore[no-untyped-def]
-            self.handle = handle
+    def failing_read(descriptor: int, size: int) -> bytes:  # a disk error after the open succeeded
+        raise OSError(5, "Input/output error")
 
-        def __enter__(self) -> FailingRead:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.handle.close()
-
-        def read(self) -> bytes:
-            raise OSError(5, "Input/output error")
-
-    monkeypatch.setattr(os, "fdopen", lambda *args, **kwargs: FailingRead(real(*args, **kwargs)))
+    monkeypatch.setattr(os, "read", failing_read)
     assert str(_problem(tmp_path / "bad_disk.py")) == "cannot read: Input/output error"
+
+
+def test_a_file_that_grew_since_its_stat_is_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "growing.py").write_text(LEGACY)
+    real = os.fstat
+
+    def stale(descriptor: int) -> os.stat_result:  # the size it had when it was looked at
+        fields = list(real(descriptor))
+        fields[6] = 3
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(os, "fstat", stale)
+    assert read(tmp_path / "growing.py") == LEGACY.encode()
+    (tmp_path / "empty.py").write_bytes(b"")
+    assert read(tmp_path / "empty.py") == b""
 
 
 def test_dangling_symlink_and_loop(invoke, tmp_path: Path) -> None:
