@@ -6,7 +6,6 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pathspec
 
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.files import DEFAULT_EXCLUDE
@@ -46,6 +45,8 @@ class Config:
             relative = path.resolve().relative_to(self.root.resolve()).as_posix()
         except ValueError:
             relative = path.as_posix()
+        import pathspec  # here: only per-file-ignores need it
+
         off: list[str] = []
         for pattern, codes in self.per_file_ignores.items():
             spec = pathspec.GitIgnoreSpec.from_lines([pattern])
