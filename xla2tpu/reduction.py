@@ -10,7 +10,7 @@ import ast
 import re
 from collections.abc import Callable
 
-from xla2tpu.ast_blocks import Group, groups_of
+from xla2tpu.ast_blocks import Group, groups_of, statements
 from xla2tpu.detect.positions import line_starts
 
 GAP = "__xla2tpu_gap_"  # the name of a placeholder statement: a source holding it is parsed whole
@@ -69,17 +69,26 @@ def _needed(chunks: list[str], groups: list[Group], keeps: Keeps) -> list[bool]:
     # loops over it), and from those on in turn (`main` reads the loader and hands it to
     # `run`, which loops over it). Those are parsed too, so that they are there to be
     # rewritten: a whole parse holds them, and a fix must not depend on the file's size.
+    # A function is found by its name wherever it is defined, a method included: a builder
+    # that asks whether a name is defined once must see every definition a whole parse holds.
     reaching = {index for index, k in enumerate(kept) if k}  # the statements whose reach is followed
     added = set(reaching)
     called: set[str] = set()
     bound: set[str] = set()
+    defined: dict[int, set[str]] = {}  # group -> what it defines, worked out when first asked
     while added:
         for index in added:
             called.update(_CALLED.findall(chunks[index]))
             bound.update(assigned_names(groups[index]))
         reads = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, bound))) + r")\b") if bound else None
-        added = {index for index, (chunk, group) in enumerate(zip(chunks, groups)) if index not in reaching and (
-            (group.definition is not None and group.definition.name in called) or (reads is not None and reads.search(chunk)))}
+        added = set()
+        for index, (chunk, group) in enumerate(zip(chunks, groups)):
+            if index in reaching:
+                continue
+            if index not in defined:
+                defined[index] = _defined(group)
+            if not defined[index].isdisjoint(called) or (reads is not None and reads.search(chunk)):
+                added.add(index)
         reaching |= added
     for index in reaching:
         needed[index] = True
@@ -95,6 +104,13 @@ def _needed(chunks: list[str], groups: list[Group], keeps: Keeps) -> list[bool]:
 
 
 _CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
+
+
+def _defined(group: Group) -> set[str]:
+    """The names of the definitions in `group`: its own, and every function inside it."""
+    names = {group.definition.name} if group.definition is not None else set()
+    names.update(node.name for node in statements(list(group.nodes)) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return names
 
 
 def assigned_names(group: Group) -> list[str]:
