@@ -73,7 +73,22 @@ def _variants(data: bytes) -> dict[str, bytes]:
     found = {"plain after": data + PLAIN, "alone": data}
     if b"__future__" not in data:
         found["plain around"] = PLAIN.lstrip() + data + PLAIN
+    mirror = _mirror(data)
+    if mirror:
+        found["methods named like its functions"] = data + PLAIN + mirror
     return found
+
+
+def _mirror(data: bytes) -> bytes:
+    """A class no pass needs whose methods have the names of the file's functions: a builder
+    that asks whether a name is defined once must get the same answer from a reduced parse."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return b""
+    names = sorted({node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))})
+    methods = "".join(f"\n    def {name}(self):\n        return None\n" for name in names)
+    return f"\n\nclass Mirror:{methods}".encode() if names else b""
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
