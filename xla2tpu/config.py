@@ -6,7 +6,6 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from xla2tpu.catalogue import Catalogue
 from xla2tpu.files import DEFAULT_EXCLUDE
 from xla2tpu.line_length import LONGEST, valid

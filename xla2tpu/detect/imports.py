@@ -57,7 +57,7 @@ def import_sites(tree: ast.Module, scopes: Scopes, index: RuleIndex) -> list[Imp
 
 
 # A module-level generator, not a closure calling itself: that closure would be a reference
-# cycle holding the file's whole tree until the cyclic collector ran (see engine.py).
+# cycle holding the file's whole tree until the cyclic collector ran (docs/performance.md).
 def _sites(body: Sequence[ast.AST], guards: tuple[bool | None, ...], depth: int, chain: tuple[ast.AST, ...],
            scopes: Scopes, index: RuleIndex, binds_in: dict[int, Scope]) -> Iterator[ImportSite]:
     for node in body:
