@@ -3,6 +3,7 @@ workers run it over slices of a big tree or this process runs it over a small on
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -114,3 +115,14 @@ def test_a_started_pool_takes_items_whose_results_are_in_before_the_next(monkeyp
 
         monkeypatch.setattr(pool, "submit", finished)
         assert list(workers.map(abs, range(-3, 0))) == [3, 2, 1]
+
+
+def test_the_pool_freezes_this_process_only_while_it_runs() -> None:
+    """Frozen, what this process held when the workers forked is traversed by no collection
+    (in them, that would copy its pages); a program running xla2tpu as a library must get
+    its objects back to the collector once the run ends."""
+    assert gc.get_freeze_count() == 0
+    with Workers(2) as workers:
+        assert list(workers.map(abs, range(-POOL_MIN_ITEMS, 0))) == list(range(POOL_MIN_ITEMS, 0, -1))
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0

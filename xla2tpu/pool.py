@@ -58,6 +58,7 @@ class Workers:
     def __exit__(self, *exc: object) -> None:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
+            gc.unfreeze()  # a process that runs xla2tpu as a library collects its objects again
 
     def map(self, function: Callable[[In], Out], items: Iterable[In], at_least: int = POOL_MIN_ITEMS) -> Iterator[Out]:
         """`function` of each item, in order; `items` is consumed as the results are. Runs
