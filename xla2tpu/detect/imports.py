@@ -16,6 +16,7 @@ from xla2tpu.canonical import Canonicaliser
 from xla2tpu.catalogue import Case, Rule
 from xla2tpu.conditions import Site, applies, choose
 from xla2tpu.detect.scopes import FUNCTIONS, Scopes, from_module
+from xla2tpu.detect.vendor_branches import other_vendor_branch
 from xla2tpu.facts import Facts
 from xla2tpu.index import RuleIndex
 from xla2tpu.scope import Scope
@@ -79,7 +80,8 @@ def _sites(body: Sequence[ast.AST], guards: tuple[bool | None, ...], depth: int,
                 yield from _sites(block, (*guards, False), depth, (*chain, node), scopes, index, binds_in)
         else:
             for block in blocks(node):
-                yield from _sites(block, guards, depth, (*chain, node), scopes, index, binds_in)
+                if not (other_vendor_branch(node) and block is node.body):  # type: ignore[attr-defined]
+                    yield from _sites(block, guards, depth, (*chain, node), scopes, index, binds_in)
 
 
 def _guarded(guards: tuple[bool | None, ...]) -> bool:

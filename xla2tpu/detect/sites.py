@@ -32,6 +32,7 @@ from xla2tpu.detect import (ast_earlier, ast_patterns, call_shapes, collective_s
 from xla2tpu.detect.names import dotted_name
 from xla2tpu.detect.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
+from xla2tpu.detect.vendor_branches import other_vendor_branch, skipped_lines
 from xla2tpu.detect.positions import Positions
 from xla2tpu.lints import LINTS
 from xla2tpu.detect.values import call_arguments, literal_text
@@ -175,6 +176,7 @@ class Detector:
         rules = [rule for rule in self.index.lints if lint_reads(rule, self.target, self.source)]
         if not rules:
             return
+        skipped = skipped_lines(self.tree) if "neuron" in self.source else []
         for rule in rules:
             analyse = LINTS[rule.match[0]]
             for text, group in statements:
@@ -182,7 +184,9 @@ class Detector:
                     continue
                 for statement in group.nodes:
                     for hit in analyse(statement):
-                        self._add("lint", rule, choose(rule.cases, self._site(value=hit.what)), hit.node, False)
+                        line = hit.node.lineno  # type: ignore[attr-defined]
+                        if not any(first <= line <= last for first, last in skipped):
+                            self._add("lint", rule, choose(rule.cases, self._site(value=hit.what)), hit.node, False)
 
     def _visit(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)):
@@ -198,8 +202,10 @@ class Detector:
         if scope is not None:
             self._scopes.append(scope)
         self._enter(node)
+        skipped = {id(statement) for statement in node.body} if other_vendor_branch(node) else ()  # type: ignore[attr-defined]
         for child in children(node):
-            self._visit(child)
+            if id(child) not in skipped:
+                self._visit(child)
         self._leave(node)
         if scope is not None:
             self._scopes.pop()
