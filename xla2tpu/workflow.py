@@ -194,8 +194,7 @@ def _run(paths: Sequence[Path], config: Config, catalogue: Catalogue, settings: 
             if cold and file.candidate:
                 yield name, file.data, settings_of(name), EMPTY
         walked = shard is None and any(os.path.abspath(path) == os.path.abspath(root) for path in paths)
-        absolute = _absolute_in(os.getcwd())
-        listed = [absolute(str(f.path)) for f in found if f.problem is None and str(f.path).endswith(".py")] if walked else None
+        listed = [str(f.path) for f in found if f.problem is None and str(f.path).endswith(".py")] if walked else None
         python = [name for name in lines if not name.endswith(notebook.SUFFIX)]
         sources = {name: read[name] for name in python if name in read}
         models.append(load_project(root, excluder, catalogue, cache, sources, prefiltered=prefiltered, listed=listed,
@@ -348,14 +347,13 @@ def load_project(root: Path, excluder: Excluder, catalogue: Catalogue, cache: Ca
     """The model of the project at `root` (project.py), its module summaries kept in the
     cache. `files`: the bytes the run holds; `named`: the Python files the run reads (bytes
     at hand or not); `summaries`: light summaries the run has made; `listed`: the project's
-    Python files when the run has walked them all already."""
+    Python files, as the run names them, when it has walked them all already."""
     absolute = _absolute_in(os.getcwd())
     files = {absolute(name): data for name, data in files.items()}
     summaries = {absolute(name): summary for name, summary in (summaries or {}).items()}
     override = {absolute(name): data for name, data in (override or {}).items()}
     prefiltered = {absolute(name): value for name, value in (prefiltered or {}).items()}
-    if listed is None:
-        listed = _listing(root, excluder, cache)
+    listed = _listing(root, excluder, cache) if listed is None else [absolute(name) for name in listed]
     known = set(listed)
     listed = listed + list(dict.fromkeys(path for path in [*map(absolute, named), *files, *override] if path not in known))
     # A warm run over an unchanged project (every module's size and time as stored) takes
