@@ -20,13 +20,13 @@ import ast
 import shutil
 from pathlib import Path
 
-from xla2tpu import catalogue
-from xla2tpu.ast_blocks import groups_of
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.trees.blocks import groups_of
 from xla2tpu.detect.positions import Positions
-from xla2tpu.index import build
-from xla2tpu.plan import Plan
-from xla2tpu.prefilter import may_hold_idiom
-from xla2tpu.project import EMPTY
+from xla2tpu.catalogue.index import build
+from xla2tpu.rewrite.parse_plan import Plan
+from xla2tpu.sources.prefilter import may_hold_idiom
+from xla2tpu.project.model import EMPTY
 
 
 def blank_unkept(text: str) -> tuple[str, int]:

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import ecosystem_corpus
 from detect_share import files_of
-from xla2tpu import catalogue, engine
-from xla2tpu.diagnostics import FileResult, FixClass
-from xla2tpu.settings import Settings
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.run import engine
+from xla2tpu.catalogue.diagnostics import FileResult, FixClass
+from xla2tpu.catalogue.settings import Settings
 
 
 def seen(result: FileResult) -> tuple:

@@ -29,11 +29,12 @@ from pathlib import Path
 import libcst as cst
 
 import ecosystem_corpus
-from xla2tpu import catalogue, engine
-from xla2tpu.diagnostics import FixClass
-from xla2tpu.ast_blocks import groups_of
-from xla2tpu.prefilter import may_hold_idiom
-from xla2tpu.settings import Settings
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.run import engine
+from xla2tpu.catalogue.diagnostics import FixClass
+from xla2tpu.trees.blocks import groups_of
+from xla2tpu.sources.prefilter import may_hold_idiom
+from xla2tpu.catalogue.settings import Settings
 
 
 def corpus_trees(work: Path) -> list[Path]:

@@ -199,7 +199,7 @@ def extract(gitdir: Path, repo: Repo, dest: Path) -> list[str]:
     return problems
 
 
-# The files at a repository's root that may set its line length (xla2tpu/line_length.py).
+# The files at a repository's root that may set its line length (xla2tpu/project/line_length.py).
 LINE_LENGTH_CONFIGS = ("pyproject.toml", "ruff.toml", ".ruff.toml", "setup.cfg", "tox.ini", ".flake8")
 
 
@@ -208,7 +208,7 @@ def configured(gitdir: Path, commit: str) -> int | None:
     keeps the sources only (a pyproject.toml would also bring pins and a project root), so
     this length is handed on alone, as a `.ruff.toml` at the extracted root."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from xla2tpu.line_length import LineLengths
+    from xla2tpu.project.line_length import LineLengths
 
     with tempfile.TemporaryDirectory() as folder:
         for name in LINE_LENGTH_CONFIGS:

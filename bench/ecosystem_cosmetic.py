@@ -25,7 +25,7 @@ from pathlib import Path
 from ecosystem_facts import code_of
 from long_lines import long_generated  # it puts the repository on sys.path
 
-from xla2tpu.line_length import LineLengths  # noqa: E402
+from xla2tpu.project.line_length import LineLengths  # noqa: E402
 
 DEFAULT_WORK = Path("/tmp/xla2tpu-ecosystem")
 KINDS = ("emptied block", "identical branches", "blank first line", "orphaned comment",

@@ -15,12 +15,14 @@ import argparse
 import time
 from pathlib import Path
 
-from xla2tpu import catalogue, engine, facts
-from xla2tpu.decode import DecodeError, decode
-from xla2tpu.prefilter import may_hold_idiom
-from xla2tpu.resolve import Canonicaliser
-from xla2tpu.settings import Settings
-from xla2tpu.diagnostics import FixClass
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.run import engine
+from xla2tpu.project import facts
+from xla2tpu.sources.decode import DecodeError, decode
+from xla2tpu.sources.prefilter import may_hold_idiom
+from xla2tpu.project.resolve import Canonicaliser
+from xla2tpu.catalogue.settings import Settings
+from xla2tpu.catalogue.diagnostics import FixClass
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis.errors import UnsatisfiedAssumption  # noqa: E402
 
 from tests.test_properties import Composite, check, composites  # noqa: E402
-from xla2tpu.diagnostics import FixClass  # noqa: E402
+from xla2tpu.catalogue.diagnostics import FixClass  # noqa: E402
 
 
 def _save(out: Path, worker: int, number: int, composite: Composite, problem: str) -> None:

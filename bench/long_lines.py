@@ -21,8 +21,8 @@ from ecosystem_facts import code_of
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from xla2tpu.line_length import DEFAULT  # noqa: E402
-from xla2tpu.linesplit import width  # noqa: E402
+from xla2tpu.project.line_length import DEFAULT  # noqa: E402
+from xla2tpu.formatting.linesplit import width  # noqa: E402
 
 CORPUS = REPO / "bench" / "ecosystem.toml"
 

@@ -79,16 +79,16 @@ _VERIFY_TESTS = (
 MODULES = {
     module.name: module
     for module in (
-        Module("xla2tpu/engine.py", _ENGINE_TESTS),
-        Module("xla2tpu/rewriter.py", _ENGINE_TESTS),
-        Module("xla2tpu/imports.py", _ENGINE_TESTS),
-        Module("xla2tpu/catalogue.py", ("tests/test_catalogue.py", "tests/test_catalogue_loader.py"), loaded_once=True),
+        Module("xla2tpu/run/engine.py", _ENGINE_TESTS),
+        Module("xla2tpu/rewrite/rewriter.py", _ENGINE_TESTS),
+        Module("xla2tpu/rewrite/import_pass.py", _ENGINE_TESTS),
+        Module("xla2tpu/catalogue/rules.py", ("tests/test_catalogue.py", "tests/test_catalogue_loader.py"), loaded_once=True),
         # The write path only: reading and writing a file. Finding the files (the walk,
         # .gitignore) is another concern, tested by other files.
         Module(
-            "xla2tpu/files.py",
+            "xla2tpu/sources/files.py",
             ("tests/test_write_path.py", "tests/test_bad_input.py"),
-            functions=("xla2tpu.files.x_read__*", "xla2tpu.files.x_write_atomic__*", "xla2tpu.files.x__keep_owner__*"),
+            functions=("xla2tpu.sources.files.x_read__*", "xla2tpu.sources.files.x_write_atomic__*", "xla2tpu.sources.files.x__keep_owner__*"),
         ),
         # The migration step and the judgement. The helpers that start processes and
         # build their environments are left out, and so is test_verify_engine.py (real

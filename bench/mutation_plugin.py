@@ -20,7 +20,7 @@ import pytest
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if os.environ.get("MUTANT_UNDER_TEST") != "stats":
         return
-    from xla2tpu import catalogue
+    from xla2tpu.catalogue import rules as catalogue
 
     catalogue.load.cache_clear()
     catalogue.load()

@@ -26,10 +26,12 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from xla2tpu import catalogue, engine, prechecks
-from xla2tpu.diagnostics import FixClass
-from xla2tpu.prefilter import may_hold_idiom
-from xla2tpu.settings import Settings
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.run import engine
+from xla2tpu.detect import prechecks
+from xla2tpu.catalogue.diagnostics import FixClass
+from xla2tpu.sources.prefilter import may_hold_idiom
+from xla2tpu.catalogue.settings import Settings
 
 SPENT: dict[str, float] = defaultdict(float)
 _DEPTH = [0]

@@ -1,4 +1,4 @@
-"""What the project model (xla2tpu/project.py) costs: its share of a cold `check` of a
+"""What the project model (xla2tpu/project/model.py) costs: its share of a cold `check` of a
 5,000-file tree (budget 15%), and a warm pre-commit-sized run (budget 0.2 s), issue 14.
 
     .venv/bin/python bench/project_share.py [--files 5000] [--tree PATH ...] [--repeat 3]
@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import run_once  # noqa: E402
 from synthetic import generate  # noqa: E402
 
-from xla2tpu import catalogue  # noqa: E402
-from xla2tpu.files import Excluder, discover  # noqa: E402
-from xla2tpu.prefilter import may_hold_idiom  # noqa: E402
-from xla2tpu.workflow import load_project  # noqa: E402
+from xla2tpu.catalogue import rules as catalogue  # noqa: E402
+from xla2tpu.sources.files import Excluder, discover  # noqa: E402
+from xla2tpu.sources.prefilter import may_hold_idiom  # noqa: E402
+from xla2tpu.run.workflow import load_project  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from xla2tpu.prefilter import may_hold_idiom
+from xla2tpu.sources.prefilter import may_hold_idiom
 
 
 def listed(root: str) -> list[str]:

@@ -309,7 +309,7 @@ def main() -> None:
     args = parser.parse_args()
 
     sys.path.insert(0, str(args.source))
-    from xla2tpu.prefilter import may_hold_idiom
+    from xla2tpu.sources.prefilter import may_hold_idiom
 
     bench = Bench(args)
     lines = [f"Machine: {_versions(bench)}", ""]

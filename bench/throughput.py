@@ -13,9 +13,9 @@ import argparse
 import time
 from pathlib import Path
 
-from xla2tpu import catalogue
-from xla2tpu.config import Config
-from xla2tpu.workflow import run, settings_for
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.run.config import Config
+from xla2tpu.run.workflow import run, settings_for
 
 
 def measure(path: Path, jobs: int | None, repeat: int) -> dict[str, float]:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from xla2tpu import catalogue
-from xla2tpu.diagnostics import Diagnostic, FixClass
-from xla2tpu.settings import Settings
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.catalogue.diagnostics import Diagnostic, FixClass
+from xla2tpu.catalogue.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

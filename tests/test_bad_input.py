@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LEGACY
-from xla2tpu import files
-from xla2tpu.files import FileProblem, read
+from xla2tpu.sources import files
+from xla2tpu.sources.files import FileProblem, read
 
 BAD = {
     "syntax.py": b"import torch_xla\ndef f(:\n",

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 from tests.conftest import LEGACY
-from xla2tpu import catalogue as catalogue_mod
-from xla2tpu.cache import Cache
-from xla2tpu.config import Config
-from xla2tpu.workflow import run, settings_for
+from xla2tpu.catalogue import rules as catalogue_mod
+from xla2tpu.run.cache import Cache
+from xla2tpu.run.config import Config
+from xla2tpu.run.workflow import run, settings_for
 
 
 def _run(root: Path, cache: Cache | None, unsafe: bool = False, target: str = "eager"):

@@ -11,12 +11,13 @@ import libcst as cst
 import pytest
 
 from tests import reference_rows
-from xla2tpu import catalogue, prefilter, template_text, templates
-from xla2tpu.canonical import PROJECT
-from xla2tpu.catalogue import Condition, Rule
-from xla2tpu.prefilter import may_hold_idiom
-from xla2tpu.patterns import compile_pattern
-from xla2tpu.transforms import REGISTRY
+from xla2tpu.catalogue import rules as catalogue, template_text, templates
+from xla2tpu.sources import prefilter
+from xla2tpu.project.canonical import PROJECT
+from xla2tpu.catalogue.rules import Condition, Rule
+from xla2tpu.sources.prefilter import may_hold_idiom
+from xla2tpu.catalogue.patterns import compile_pattern
+from xla2tpu.rewrite.transforms import REGISTRY
 
 RULES = catalogue.load().rules
 
@@ -172,7 +173,7 @@ def test_expression_patterns_parse(rule: Rule) -> None:
 
 # Cases whose fix writes code from a template; transforms write theirs from Python (below).
 EMITTING = [(pair, name) for pair, name in zip(CASES, CASE_IDS) if pair[1].action in ("replace", "rename")]
-TRANSFORM_MODULES = sorted((Path(templates.__file__).parent / "transforms").glob("*.py"))
+TRANSFORM_MODULES = sorted((Path(templates.__file__).parents[1] / "rewrite" / "transforms").glob("*.py"))
 
 
 @pytest.mark.parametrize(("rule", "case"), [pair for pair, _ in EMITTING], ids=[name for _, name in EMITTING])

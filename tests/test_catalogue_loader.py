@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from xla2tpu import catalogue
-from xla2tpu.catalogue import Case, CatalogueError, Condition, Rule, Site
-from xla2tpu.diagnostics import FixClass
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.catalogue.rules import Case, CatalogueError, Condition, Rule, Site
+from xla2tpu.catalogue.diagnostics import FixClass
 
 FULL = r'''
 module_renames = { "torch_xla.old" = "torch_xla.new" }

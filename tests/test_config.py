@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LEGACY
-from xla2tpu import catalogue
-from xla2tpu.config import ConfigError, from_table
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.run.config import ConfigError, from_table
 
 
 def _codes(output: str) -> list[str]:

@@ -12,9 +12,10 @@ import sys
 import pytest
 
 from tests.fixture_cases import cases
-from xla2tpu import catalogue, engine
-from xla2tpu.diagnostics import FileResult, FixClass
-from xla2tpu.settings import Settings
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.run import engine
+from xla2tpu.catalogue.diagnostics import FileResult, FixClass
+from xla2tpu.catalogue.settings import Settings
 
 def _seen(result: FileResult) -> tuple:
     """What a user sees of a result: each finding whole (a Diagnostic compares by place,

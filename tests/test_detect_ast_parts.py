@@ -20,10 +20,11 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from xla2tpu import catalogue, earlier, patterns
+from xla2tpu.catalogue import rules as catalogue, patterns
+from tests import cst_earlier as earlier
 from xla2tpu.detect import ast_earlier, ast_patterns
-from xla2tpu.resolve import dotted_name
-from xla2tpu.tensors import known_tensor, known_tensor_ast, tensor_names
+from xla2tpu.project.resolve import dotted_name
+from xla2tpu.detect.tensors import known_tensor, known_tensor_ast, tensor_names
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted((ROOT / "fixtures").rglob("*.py"))
@@ -578,7 +579,7 @@ def test_documented_differences_around() -> None:
 def test_child_nodes_are_cpythons_children_without_contexts_and_operators() -> None:
     """order.child_nodes reads each node kind's fields by what they hold: checked against
     ast's own iteration over the standard library's modules and every kind of pattern."""
-    from xla2tpu.detect import order
+    from xla2tpu.trees import order
 
     def expected(node: ast.AST) -> list[ast.AST]:
         return [child for name, value in ast.iter_fields(node) if name not in order._NOT_WALKED

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from xla2tpu import docs
+from xla2tpu.catalogue import docs
 
 
 def test_rule_docs_are_current() -> None:
-    assert docs.main(["--check"]) == 0, "run `python -m xla2tpu.docs` and commit docs/rules/"
+    assert docs.main(["--check"]) == 0, "run `python -m xla2tpu.catalogue.docs` and commit docs/rules/"
 
 
 def test_every_rule_documents_its_fix_safety() -> None:
-    from xla2tpu import catalogue
+    from xla2tpu.catalogue import rules as catalogue
 
     for rule in catalogue.load():
         assert "## Fix safety" in rule.docs, rule.code

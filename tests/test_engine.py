@@ -10,12 +10,12 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from xla2tpu import catalogue
-from xla2tpu.diagnostics import FixClass
-from xla2tpu.engine import process_source
-from xla2tpu.layout import Layout
-from xla2tpu.resolve import Canonicaliser, ImportResolver, resolve
-from xla2tpu.settings import Settings
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.catalogue.diagnostics import FixClass
+from xla2tpu.run.engine import process_source
+from xla2tpu.rewrite.layout import Layout
+from xla2tpu.project.resolve import Canonicaliser, ImportResolver, resolve
+from xla2tpu.catalogue.settings import Settings
 
 from tests.fixture_cases import FIXTURES, ROOT
 
@@ -201,7 +201,7 @@ def test_skip_file_marker() -> None:
 
 
 def test_a_rule_that_raises_is_an_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from xla2tpu import rewriter
+    from xla2tpu.rewrite import rewriter
 
     def boom(*args: object, **kwargs: object) -> None:
         raise ValueError("boom")
@@ -392,7 +392,7 @@ def test_recursion_in_a_pass_is_an_error_for_that_file(
     def too_deep(*args: object, **kwargs: object) -> None:
         raise RecursionError
 
-    monkeypatch.setattr(f"xla2tpu.libcst_pass.{where}", too_deep)
+    monkeypatch.setattr(f"xla2tpu.rewrite.libcst_pass.{where}", too_deep)
     result = _process(b"import torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\n")
     assert (result.error, result.diagnostics, result.new_source) == (message, [], None)
 

@@ -14,11 +14,12 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from xla2tpu import catalogue as catalogue_mod
-from xla2tpu import engine, patterns
-from xla2tpu.diagnostics import FileResult, FixClass
-from xla2tpu.prechecks import code_only
-from xla2tpu.settings import Settings
+from xla2tpu.catalogue import rules as catalogue_mod
+from xla2tpu.run import engine
+from xla2tpu.catalogue import patterns
+from xla2tpu.catalogue.diagnostics import FileResult, FixClass
+from xla2tpu.detect.prechecks import code_only
+from xla2tpu.catalogue.settings import Settings
 
 DOCS = 'docs = "d"\n'
 
@@ -45,7 +46,7 @@ def codes(result: FileResult) -> list[tuple[int, str, str]]:
 
 # ---------------------------------------------------------------------- expression patterns
 def _match(pattern: str, code: str, imports: str = "") -> dict[str, str] | None:
-    from xla2tpu.resolve import Canonicaliser, ImportResolver, resolve
+    from xla2tpu.project.resolve import Canonicaliser, ImportResolver, resolve
 
     module = cst.parse_module(imports)
     resolver = ImportResolver(Canonicaliser({}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from xla2tpu.env_reads import variables_read
+from xla2tpu.project.env_reads import variables_read
 
 
 @pytest.mark.parametrize("source", [

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from xla2tpu import catalogue as catalogue_mod
-from xla2tpu import facts
-from xla2tpu.cache import Cache
-from xla2tpu.config import Config
-from xla2tpu.workflow import run, settings_for
+from xla2tpu.catalogue import rules as catalogue_mod
+from xla2tpu.project import facts
+from xla2tpu.run.cache import Cache
+from xla2tpu.run.config import Config
+from xla2tpu.run.workflow import run, settings_for
 
 HELPER = "import torch_xla\n\n\ndef to_device(model):\n    return model.to(torch_xla.device())\n"
 TT_SCRIPT = 'import torch_xla.runtime as xr\nfrom utils import to_device\n\nxr.set_device_type("TT")\n'

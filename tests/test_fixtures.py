@@ -7,8 +7,8 @@ import ast
 import pytest
 
 from tests.fixture_cases import FIXTURES, Case, cases, check_snapshots, render
-from xla2tpu import catalogue
-from xla2tpu.engine import process_source
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.run.engine import process_source
 
 CASES = cases()
 KNOWN_WRONG = [c for c in CASES if c.known_wrong]

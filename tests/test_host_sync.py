@@ -6,7 +6,7 @@ import ast
 import textwrap
 
 from xla2tpu.detect.positions import Positions
-from xla2tpu.lints.host_sync import host_syncs
+from xla2tpu.detect.lints.host_sync import host_syncs
 
 
 def _found(source: str) -> list[tuple[str, str]]:

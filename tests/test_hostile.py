@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LEGACY, MIGRATED
-from xla2tpu.decode import MAX_SOURCE_BYTES
-from xla2tpu.files import MAX_READ_BYTES
+from xla2tpu.sources.decode import MAX_SOURCE_BYTES
+from xla2tpu.sources.files import MAX_READ_BYTES
 
 IDIOM = b"import torch_xla.core.xla_model as xm\n"
 GOOD_FINDING = "good.py:4:10: XLA101"
@@ -203,7 +203,7 @@ ALL_REDUCE = "import torch_xla.core.xla_model as xm\n\ndef f(loss):\n    return 
 def test_a_rule_that_raises_is_an_internal_error_for_that_file_only(
     invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: int
 ) -> None:
-    from xla2tpu.transforms import REGISTRY
+    from xla2tpu.rewrite.transforms import REGISTRY
 
     def broken(site):
         raise RuntimeError("a bug in the all-reduce transform")

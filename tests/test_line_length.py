@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from xla2tpu import config as config_mod
+from xla2tpu.run import config as config_mod
 from xla2tpu.cli import main
-from xla2tpu.config import ConfigError
-from xla2tpu.line_length import DEFAULT, LineLengths
+from xla2tpu.run.config import ConfigError
+from xla2tpu.project.line_length import DEFAULT, LineLengths
 
 
 def _length(folder: Path, files: dict[str, str]) -> tuple[int, list[str]]:

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from xla2tpu.notebook_json import LayoutError, replace_sources, sources
+from xla2tpu.sources.notebook_json import LayoutError, replace_sources, sources
 
 NOTEBOOK = {
     "cells": [

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.fixture_cases import check_snapshots
-from xla2tpu import catalogue, engine, notebook
-from xla2tpu.diagnostics import FileResult, FixClass
-from xla2tpu.settings import Settings
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.run import engine, notebook
+from xla2tpu.catalogue.diagnostics import FileResult, FixClass
+from xla2tpu.catalogue.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "notebooks"
 CASES = sorted(p for p in FIXTURES.glob("*.ipynb") if not p.name.endswith(".fixed.ipynb"))

@@ -11,8 +11,8 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from xla2tpu.layout import Layout
-from xla2tpu.outline import Outline, located
+from xla2tpu.rewrite.layout import Layout
+from xla2tpu.rewrite.outline import Outline, located
 
 SOURCES = [
     "def f(a=g(1)):\n    if x(a) and y:\n        z = h(a)\n    elif w(2):\n        q(3)\n    else:\n        r(4)\n"

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.fixture_cases import FIXTURES, check_snapshots, render
-from xla2tpu import catalogue
-from xla2tpu.diagnostics import FixClass
-from xla2tpu.engine import process_source
-from xla2tpu.settings import Settings
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.catalogue.diagnostics import FixClass
+from xla2tpu.run.engine import process_source
+from xla2tpu.catalogue.settings import Settings
 
 PROGRAMS = sorted(path.parent for path in (FIXTURES / "programs").glob("*/legacy.py"))
 

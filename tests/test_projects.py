@@ -1,4 +1,4 @@
-"""Multi-module fixtures: findings and fixes whose reason lies in another module (project.py).
+"""Multi-module fixtures: findings and fixes whose reason lies in another module (project/model.py).
 
 Each `fixtures/projects/<case>/` holds `before/` (a small project of our own, with its
 `pyproject.toml`), and for each mode (`safe`: `xla2tpu fix`; `unsafe`: `--unsafe-fixes`) the
@@ -132,7 +132,7 @@ def test_a_warm_run_sees_the_modules_added_and_ignored_since(tmp_path: Path, mon
 def test_without_a_marker_the_root_is_what_holds_the_named_files_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The model walks its whole root: a run from a big folder without a project marker
     ($HOME, /tmp) on one script there must not walk everything under the folder run in."""
-    from xla2tpu.project import find_root
+    from xla2tpu.project.model import find_root
 
     for folder in ("scripts", "lib/pkg/sub", "unrelated"):
         (tmp_path / folder).mkdir(parents=True)

@@ -30,10 +30,10 @@ import libcst
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from xla2tpu import catalogue
-from xla2tpu.diagnostics import FixClass
-from xla2tpu.engine import process_source
-from xla2tpu.settings import Settings
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.catalogue.diagnostics import FixClass
+from xla2tpu.run.engine import process_source
+from xla2tpu.catalogue.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 IDIOMS = tuple(

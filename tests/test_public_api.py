@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from xla2tpu import catalogue
+from xla2tpu.catalogue import rules as catalogue
 
 EMITTED = re.compile(r"\btorch\.(?:tpu|accelerator)(?:\.[A-Za-z_]\w*)+")
-TRANSFORMS = Path(catalogue.__file__).resolve().parent / "transforms"
+TRANSFORMS = Path(catalogue.__file__).resolve().parents[1] / "rewrite" / "transforms"
 # Stages a rewrite must never emit (torch_tpu._internal.utils.annotations.Stage values).
 FORBIDDEN_STAGES = {"Internal", "Deprecated"}
 

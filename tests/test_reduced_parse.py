@@ -11,11 +11,11 @@ import libcst as cst
 import pytest
 
 from tests.fixture_cases import ROOT, Case, cases
-from xla2tpu import reduction
-from xla2tpu.diagnostics import FileResult
-from xla2tpu.engine import process_source
-from xla2tpu.layout import Layout
-from xla2tpu.outline import Outline
+from xla2tpu.rewrite import reduction
+from xla2tpu.catalogue.diagnostics import FileResult
+from xla2tpu.run.engine import process_source
+from xla2tpu.rewrite.layout import Layout
+from xla2tpu.rewrite.outline import Outline
 
 CASES = cases()
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from tests.fixture_cases import FIXTURES
-from xla2tpu import workflow
-from xla2tpu.modules import light
-from xla2tpu.pool import POOL_MIN_ITEMS, Workers
-from xla2tpu.prefilter import may_hold_idiom
-from xla2tpu.scan import scan
+from xla2tpu.run import workflow
+from xla2tpu.project.module_summary import light
+from xla2tpu.run.pool import POOL_MIN_ITEMS, Workers
+from xla2tpu.sources.prefilter import may_hold_idiom
+from xla2tpu.run.scan import scan
 
 IDIOMS = "import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\nxm.mark_step()\n"
 NOTEBOOK = {

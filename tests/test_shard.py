@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LEGACY
-from xla2tpu.shard import Shard, ShardError
+from xla2tpu.run.shard import Shard, ShardError
 
 
 def _tree(tmp_path: Path) -> None:

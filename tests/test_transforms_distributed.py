@@ -6,14 +6,14 @@ import textwrap
 
 import libcst as cst
 
-from xla2tpu import catalogue
-from xla2tpu.diagnostics import Diagnostic, FixClass
-from xla2tpu.engine import process_source
-from xla2tpu.scope import Scope
-from xla2tpu.settings import Settings
-from xla2tpu.transforms import CallSite
-from xla2tpu.line_length import LONGEST
-from xla2tpu.transforms.forms import fresh_name, tuple_items
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.catalogue.diagnostics import Diagnostic, FixClass
+from xla2tpu.run.engine import process_source
+from xla2tpu.project.scope import Scope
+from xla2tpu.catalogue.settings import Settings
+from xla2tpu.rewrite.transforms.base import CallSite
+from xla2tpu.project.line_length import LONGEST
+from xla2tpu.rewrite.transforms.forms import fresh_name, tuple_items
 
 
 def _run(source: str) -> tuple[str, list[Diagnostic]]:

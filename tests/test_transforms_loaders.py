@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
-from xla2tpu import catalogue
-from xla2tpu.diagnostics import FixClass
-from xla2tpu.engine import process_source
-from xla2tpu.settings import Settings
+from xla2tpu.catalogue import rules as catalogue
+from xla2tpu.catalogue.diagnostics import FixClass
+from xla2tpu.run.engine import process_source
+from xla2tpu.catalogue.settings import Settings
 
 
 def _fix(source: str) -> tuple[str, list[str]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from xla2tpu import catalogue
+from xla2tpu.catalogue import rules as catalogue
 from xla2tpu.cli import EXIT_ERROR
 
 # CRLF endings, a comment and a trailing space: bytes a rewrite of the text would not keep.
@@ -36,7 +36,7 @@ BROKEN_SITE = (
 _DRIVER = (
     "import sys\n"
     "from pathlib import Path\n"
-    "from xla2tpu import catalogue\n"
+    "from xla2tpu.catalogue import rules as catalogue\n"
     "catalogue.rules_dir = lambda: Path(sys.argv[1])\n"
     "from xla2tpu.cli import main\n"
     "main(sys.argv[2:], prog_name='xla2tpu')\n"

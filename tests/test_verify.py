@@ -220,7 +220,7 @@ def test_discover_script_and_errors(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- report
 
 def test_report_json_and_table(capsys: pytest.CaptureFixture[str]) -> None:
-    from xla2tpu.verify import report
+    from xla2tpu.verify import output as report
 
     (case,) = discover([RUNNABLE / "mlp_train"])
     ok = Run(0, 1.0, "", "", {"losses": [1.0]})
@@ -243,7 +243,7 @@ def test_report_json_and_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_report_counts_hand_steps_apart_and_labels_borrowed_baselines(capsys: pytest.CaptureFixture[str]) -> None:
-    from xla2tpu.verify import report
+    from xla2tpu.verify import output as report
     from xla2tpu.verify.runner import HAND_STEP
 
     cases = {c.name: c for c in discover([RUNNABLE])}

@@ -21,12 +21,12 @@ import pytest
 if importlib.util.find_spec("torch") is None:
     pytest.skip("torch is not installed", allow_module_level=True)
 
-from xla2tpu import catalogue  # noqa: E402
-from xla2tpu.config import Config  # noqa: E402
-from xla2tpu.engine import process_source  # noqa: E402
+from xla2tpu.catalogue import rules as catalogue  # noqa: E402
+from xla2tpu.run.config import Config  # noqa: E402
+from xla2tpu.run.engine import process_source  # noqa: E402
 from xla2tpu.verify import Options, Outcome, verify_paths  # noqa: E402
 from xla2tpu.verify.runner import ENGINE, HAND_STEP  # noqa: E402
-from xla2tpu.workflow import settings_for  # noqa: E402
+from xla2tpu.run.workflow import settings_for  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

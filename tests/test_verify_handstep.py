@@ -10,7 +10,7 @@ import pytest
 
 from xla2tpu.verify import Options, verify_paths
 from xla2tpu.verify.handstep import HandStepError, apply, parse
-from xla2tpu.verify.report import summary
+from xla2tpu.verify.output import summary
 
 ENGINE_OUTPUT = "a = 1\nb = 2\nc = 3\nd = 4\ne = 5\n"
 

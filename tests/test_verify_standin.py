@@ -14,11 +14,11 @@ import pytest
 if importlib.util.find_spec("torch") is None:
     pytest.skip("torch is not installed", allow_module_level=True)
 
-from xla2tpu import catalogue  # noqa: E402
-from xla2tpu.config import Config  # noqa: E402
-from xla2tpu.engine import process_source  # noqa: E402
+from xla2tpu.catalogue import rules as catalogue  # noqa: E402
+from xla2tpu.run.config import Config  # noqa: E402
+from xla2tpu.run.engine import process_source  # noqa: E402
 from xla2tpu.verify import Options, verify_paths  # noqa: E402
-from xla2tpu.workflow import settings_for  # noqa: E402
+from xla2tpu.run.workflow import settings_for  # noqa: E402
 from xla2tpu.verify.runner import Migration, migrated_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -161,7 +161,7 @@ def test_verify_mlp_against_recorded_torch_xla_results() -> None:
 
 
 def test_wrong_migration_fails_with_a_diff(capsys: pytest.CaptureFixture[str]) -> None:
-    from xla2tpu.verify import report
+    from xla2tpu.verify import output as report
 
     (o,) = verify_paths([MLP], Options(migrator=_migrator(WRONG), backend="cpu-standin"))
     assert o.status == "fail"

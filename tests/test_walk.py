@@ -9,7 +9,7 @@ from pathlib import Path
 import pathspec
 import pytest
 
-from xla2tpu.files import DEFAULT_EXCLUDE, Excluder, discover
+from xla2tpu.sources.files import DEFAULT_EXCLUDE, Excluder, discover
 
 _TREE = (
     "a.py", "build", "build.py", "dist/x.py", "src/build/y.py", "src/build.py", "src/keep/z.py", "src/keep.py",

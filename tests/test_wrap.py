@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from xla2tpu.cli import main
-from xla2tpu.wrap import Wrapper
+from xla2tpu.formatting.wrap import Wrapper
 
 
 def _wrap(code: str, limit: int = 88, source: str = "") -> str:

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tests.fixture_cases import FIXTURES
-from xla2tpu.wrap import Wrapper
+from xla2tpu.formatting.wrap import Wrapper
 
 black = pytest.importorskip("black")
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LEGACY, MIGRATED
-from xla2tpu import engine, files
-from xla2tpu.files import FileProblem, TEMPORARY_SUFFIX, signals_held, write_atomic
+from xla2tpu.run import engine
+from xla2tpu.sources import files
+from xla2tpu.sources.files import FileProblem, TEMPORARY_SUFFIX, signals_held, write_atomic
 
 
 def _temporaries(root: Path) -> list[Path]:

@@ -14,16 +14,18 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from xla2tpu import __version__, catalogue as catalogue_mod, config as config_mod
-from xla2tpu.cache import DEFAULT_DIR, Cache
-from xla2tpu.catalogue import Catalogue
-from xla2tpu.config import Config, ConfigError
-from xla2tpu.diagnostics import FileResult
+from xla2tpu import __version__
+from xla2tpu.catalogue import rules as catalogue_mod
+from xla2tpu.run import config as config_mod
+from xla2tpu.run.cache import DEFAULT_DIR, Cache
+from xla2tpu.catalogue.rules import Catalogue
+from xla2tpu.run.config import Config, ConfigError
+from xla2tpu.catalogue.diagnostics import FileResult
 from xla2tpu.report import progress, text
-from xla2tpu.shard import Shard, ShardError
-from xla2tpu.project import EMPTY
-from xla2tpu.line_length import LineLengths
-from xla2tpu.workflow import Outcome, file_settings, process, run, settings_for, stdin_context, write_back
+from xla2tpu.run.shard import Shard, ShardError
+from xla2tpu.project.model import EMPTY
+from xla2tpu.project.line_length import LineLengths
+from xla2tpu.run.workflow import Outcome, file_settings, process, run, settings_for, stdin_context, write_back
 
 if TYPE_CHECKING:
     from xla2tpu.report.baseline import Baseline
@@ -379,7 +381,7 @@ def explain(code: str) -> None:
     rule = catalogue.by_code.get(code.upper())
     if rule is None:
         _fail(f"unknown rule code {code!r} (see `xla2tpu rules`)")
-    from xla2tpu.docs import render_rule
+    from xla2tpu.catalogue.docs import render_rule
 
     click.echo(render_rule(rule))
 

@@ -1,6 +1,6 @@
 """What the applied fixes leave of a file, told on CPython's tree without making them, for
 `check`: which reads of each torch_xla import's name stay (so the import rules are decided
-as the import pass decides them on the fixed code, imports.py), and which findings go with
+as the import pass decides them on the fixed code, rewrite/import_pass.py), and which findings go with
 an `if` the fixes empty (pruner.py). LibCST then never parses the file.
 
 A fix replaces its site's node (a reference; a call, keeping the argument nodes its
@@ -28,22 +28,23 @@ import ast
 import heapq
 from collections.abc import Collection, Iterable, Sequence
 
-from xla2tpu import template_text
-from xla2tpu.ast_blocks import first_line
-from xla2tpu.catalogue import Case
-from xla2tpu.conditions import message_of
+from xla2tpu.catalogue import template_text
+from xla2tpu.trees.blocks import first_line
+from xla2tpu.catalogue.rules import Case
+from xla2tpu.detect.conditions import message_of
 from xla2tpu.detect import call_shapes, env_access_site, launch_site, loader_site, profiler_site, rate_tracker_site
-from xla2tpu.detect.imports import ImportSite, decide, holds_only
-from xla2tpu.detect.names import dotted_name
+from xla2tpu.detect.import_sites import ImportSite, decide, holds_only
+from xla2tpu.trees.names import dotted_name
 from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.scopes import FUNCTIONS, SCOPED, Scopes
-from xla2tpu.detect.sites import Found, SiteMap, update_entries
-from xla2tpu.diagnostics import Diagnostic, FixClass
-from xla2tpu.facts import Facts
-from xla2tpu.modules import PREDICATE
-from xla2tpu.noqa import Suppressions
-from xla2tpu.only_reads import MODULE_HOOKS, READERS, STATE_CONTEXTS, TEST_HOOKS
-from xla2tpu.scope import Scope
+from xla2tpu.detect.found import Found
+from xla2tpu.detect.sites import SiteMap, update_entries
+from xla2tpu.catalogue.diagnostics import Diagnostic, FixClass
+from xla2tpu.project.facts import Facts
+from xla2tpu.project.module_summary import PREDICATE
+from xla2tpu.sources.noqa import Suppressions
+from xla2tpu.detect.only_reads import MODULE_HOOKS, READERS, STATE_CONTEXTS, TEST_HOOKS
+from xla2tpu.project.scope import Scope
 
 _TRY = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 

@@ -1,4 +1,17 @@
-"""The `after:` and `then:` conditions (earlier.py) on CPython's ast tree, with the same results.
+"""What the code around a call already does: the `after:` and `then:` conditions.
+
+`xm.set_rng_state(seed)` became `torch.manual_seed(seed)`, which is a duplicate right
+after an identical `torch.manual_seed(seed)`, and which clobbers the CPU generator right
+after `torch.set_rng_state(state)` restored it from a checkpoint. Whether such a call
+comes earlier is a fact about the function, not about the call's own spelling. Likewise
+a `torch.manual_seed(seed)` in the branch of an `if` right before the user's own
+`torch.manual_seed(seed)` after it: `then:` is the call of the statement that runs next.
+
+A pattern is a qualified callee and its arguments: `torch.manual_seed({seed})`, where
+`{p}` must be the same code as the site's own argument `p` and `{_}` is any argument.
+
+Decided on CPython's tree, with the results the LibCST version gives (tests/cst_earlier.py;
+the suite checks the two agree on every fixture).
 
 `parents` is the path from the `ast.Module` down to the site node, which comes last. ast
 differs from LibCST in ways these functions make up for:
@@ -23,7 +36,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TypeVar
 
-from xla2tpu.detect.order import arguments, children
+from xla2tpu.trees.order import arguments, children
 
 _PATTERN = re.compile(r"^(?P<callee>[\w.|]+)\((?P<args>.*)\)$")  # callee: one name, or a|b
 _SLOT = re.compile(r"^\{(?P<name>\w+)\}$")
@@ -112,7 +125,7 @@ def matches(
     resolve: Callable[[ast.expr], str | None],
     args: Mapping[str, ast.expr] | None,
 ) -> bool:
-    """Whether one of `calls` has the pattern's callee and arguments (earlier.py's docstring)."""
+    """Whether one of `calls` has the pattern's callee and arguments (this module's docstring)."""
     calls_ = ((call.func, arguments(call)) for call in calls)
     return any_call_matches(pattern, calls_, resolve, lambda slot, arg: _argument_matches(slot, arg, args))
 
@@ -132,7 +145,7 @@ def any_call_matches(
     resolve: Callable[[Node], str | None],
     argument: Callable[[str, Argument], bool],
 ) -> bool:
-    """earlier.py's `matches` for calls of either tree: each call is its callee and its
+    """`matches` for calls of either tree: each call is its callee and its
     arguments in source order; `argument(slot, arg)` says whether `arg` fills the pattern's `{slot}` (`_`: any)."""
     parsed = _PATTERN.match(pattern.strip())
     if parsed is None:

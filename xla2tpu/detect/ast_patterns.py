@@ -34,8 +34,8 @@ import tokenize
 from collections.abc import Callable
 from typing import NamedTuple
 
-from xla2tpu.detect.names import dotted_name
-from xla2tpu.pattern_text import Key, has_slot, placeholders, slot_name
+from xla2tpu.trees.names import dotted_name
+from xla2tpu.catalogue.pattern_text import Key, has_slot, placeholders, slot_name
 
 Resolve = Callable[[ast.expr], "str | None"]
 Segment = Callable[[ast.expr], "str | None"]

@@ -17,8 +17,8 @@ import ast
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from xla2tpu.conditions import literal
-from xla2tpu.detect.order import arguments
+from xla2tpu.detect.conditions import literal
+from xla2tpu.trees.order import arguments
 
 # xm.optimizer_step = xm.reduce_gradients (every gradient of the optimizer's parameters
 # summed across the processes and scaled by 1/world size), then step(): spelled out for a

@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from xla2tpu.detect.values import tuple_items
-from xla2tpu.facts import Fact, Facts
+from xla2tpu.project.facts import Fact, Facts
 
 if TYPE_CHECKING:
-    from xla2tpu.detect.sites import Found
+    from xla2tpu.detect.found import Found
 
 TEMPLATE = "tpu-launch"
 IN_PROCESS = "spawn-in-process"  # the launch of one process, made a call (collective_sites)

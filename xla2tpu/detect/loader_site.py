@@ -18,7 +18,7 @@ import ast
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 
-from xla2tpu.detect.order import children
+from xla2tpu.trees.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, SCOPED
 from xla2tpu.detect.values import tuple_items
 

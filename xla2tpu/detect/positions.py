@@ -36,7 +36,7 @@ import itertools
 import re
 from typing import NamedTuple
 
-from xla2tpu.detect.order import child_nodes, walk
+from xla2tpu.trees.order import child_nodes, walk
 
 
 class Point(NamedTuple):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
-from xla2tpu.detect.order import children
+from xla2tpu.trees.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS
 
 TEMPLATE = "profiler-trace"

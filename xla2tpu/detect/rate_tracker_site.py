@@ -4,7 +4,7 @@ the class it writes. Nothing here imports LibCST."""
 
 from __future__ import annotations
 
-from xla2tpu.scope import Scope
+from xla2tpu.project.scope import Scope
 
 TEMPLATE = "rate-tracker"
 

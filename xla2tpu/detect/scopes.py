@@ -13,10 +13,10 @@ import ast
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from xla2tpu.canonical import Canonicaliser
-from xla2tpu.detect.names import dotted_name
-from xla2tpu.detect.order import child_nodes
-from xla2tpu.scope import OTHER, Scope
+from xla2tpu.project.canonical import Canonicaliser
+from xla2tpu.trees.names import dotted_name
+from xla2tpu.trees.order import child_nodes
+from xla2tpu.project.scope import OTHER, Scope
 
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

@@ -22,28 +22,29 @@ import functools
 from collections.abc import Callable, Collection, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from xla2tpu import template_text
-from xla2tpu.arguments import bind
-from xla2tpu.catalogue import Case, Rule
-from xla2tpu.conditions import Site, applies, choose, message_of
-from xla2tpu.ast_blocks import Group, blocks, first_line, lazy_imports
+from xla2tpu.catalogue import template_text
+from xla2tpu.detect.arguments import bind
+from xla2tpu.catalogue.rules import Case, Rule
+from xla2tpu.detect.conditions import Site, applies, choose, message_of
+from xla2tpu.trees.blocks import Group, blocks, first_line, lazy_imports
 from xla2tpu.detect import (ast_earlier, ast_patterns, call_shapes, collective_sites, env_access_site, launch_site,
                             loader_site, profiler_site, rate_tracker_site)
-from xla2tpu.detect.names import dotted_name
-from xla2tpu.detect.order import children
+from xla2tpu.trees.names import dotted_name
+from xla2tpu.trees.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
 from xla2tpu.detect.vendor_branches import other_vendor_branch, skipped_lines
 from xla2tpu.detect.positions import Positions
-from xla2tpu.lints import LINTS
+from xla2tpu.detect.lints import LINTS
 from xla2tpu.detect.values import call_arguments, literal_text
-from xla2tpu.diagnostics import Diagnostic, FixClass
-from xla2tpu.emission import Speller
-from xla2tpu.facts import UNKNOWN, Facts
-from xla2tpu.index import RuleIndex
-from xla2tpu.noqa import Suppressions
-from xla2tpu.printers import prints
-from xla2tpu.scope import Scope
-from xla2tpu.tensors import known_tensor_ast, tensor_names
+from xla2tpu.catalogue.diagnostics import Diagnostic, FixClass
+from xla2tpu.detect.emission import Speller
+from xla2tpu.detect.found import Decision, Found
+from xla2tpu.project.facts import UNKNOWN, Facts
+from xla2tpu.catalogue.index import RuleIndex
+from xla2tpu.sources.noqa import Suppressions
+from xla2tpu.detect.printers import prints
+from xla2tpu.project.scope import Scope
+from xla2tpu.detect.tensors import known_tensor_ast, tensor_names
 
 # Environment APIs whose first argument names a variable: qualified callee -> is a write.
 ENV_CALLS = {
@@ -66,47 +67,6 @@ EXPRESSION_KINDS = {
 }
 # Keys and keywords that hold another process's environment (Ray's runtime_env, subprocess).
 OTHER_PROCESS_ENV = frozenset({"env_vars", "env"})
-
-
-# What an ast-decided transform found it writes or edits, for after_fixes.
-TransformMade = collective_sites.Made | tuple[tuple[ast.Call, Scope], ...] | None
-# A transform's decision on the ast: whether its fix can be made, the templates whose names it
-# spells, and what it found (`TransformMade`).
-Decision = tuple[bool, tuple[str, ...], TransformMade]
-
-
-@dataclass
-class Found:
-    """One site: the rule and case that decide it, where it is reported, and its fix."""
-
-    rule: Rule
-    case: Case
-    node: ast.AST  # reported at this node's position
-    fixable: bool  # the fix can be made here (before a transform has its say)
-    structural: bool = False  # a transform or statement template: the fix writes statements
-    name: str = ""  # the qualified name (or variable) matched
-    note: str = ""  # why a fix the case would make is withheld here
-    source: str = ""  # `{source}`: the site's code, shortened
-    inner: tuple[int, int] = (0, 0)  # for a call: the findings found in its arguments (indices)
-    keeps_arguments: bool = False  # a call that stays as written, and its arguments with it
-    category: str = ""  # what kind of node the site is: reference, call, string, pair, subscript, expression, lint
-    key: str = ""  # what the node spells: a reference's dotted name, a call's callee, a string's text
-    form: str = ""  # an expression site's pattern
-    decided: bool = False  # a transform whose fix the ast decided (`Detector._transform_decision`)
-    # What an ast-decided transform found it writes or edits: a collective's templates
-    # (collective_sites.Made), a parallel loader's per-device calls (each with its scope).
-    made: TransformMade = field(default=None, compare=False, repr=False)
-    # What the fix leaves of the code around it is judged from these (detect/after_fixes.py):
-    # the scope the site reads in, the nodes from the module down to it, and what its
-    # template's placeholders bind (a call's parameters, an expression pattern's slots).
-    scope: Scope | None = field(default=None, compare=False, repr=False)
-    parents: tuple[ast.AST, ...] = field(default=(), compare=False, repr=False)
-    args: Mapping[str, ast.AST] | None = field(default=None, compare=False, repr=False)
-    star_args: Mapping[str, list[ast.AST]] = field(default_factory=dict, compare=False, repr=False)
-
-    @property
-    def fix(self) -> FixClass:
-        return self.case.fix if self.fixable and not self.note else FixClass.MANUAL
 
 
 def short(code: str, limit: int = 60) -> str:
@@ -487,7 +447,7 @@ class Detector:
         )
 
     def _around(self, rule: Rule, node: ast.Call, args: dict | None, kind: str) -> frozenset[str]:
-        """The patterns of `kind` (`after:` / `then:`, earlier.py) that hold at the site."""
+        """The patterns of `kind` (`after:` / `then:`, ast_earlier.py) that hold at the site."""
         wanted = {c.arg for case in rule.cases for c in case.when if c.kind.endswith(kind)}
         if not wanted:
             return frozenset()

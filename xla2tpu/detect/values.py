@@ -9,8 +9,8 @@ import io
 import tokenize
 from collections.abc import Sequence
 
-from xla2tpu.arguments import Argument
-from xla2tpu.detect import order
+from xla2tpu.detect.arguments import Argument
+from xla2tpu.trees import order
 
 MISSING = object()
 

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from xla2tpu import __version__
-from xla2tpu.diagnostics import Diagnostic
+from xla2tpu.catalogue.diagnostics import Diagnostic
 from xla2tpu.report.plan import MIGRATED, Change, Delta, Plan
 
 KIND = "xla2tpu-migration-report"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xla2tpu.diagnostics import FileResult
+from xla2tpu.catalogue.diagnostics import FileResult
 from xla2tpu.report.text import concise
 
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 
 from xla2tpu import __version__
-from xla2tpu.diagnostics import Diagnostic, FileResult
+from xla2tpu.catalogue.diagnostics import Diagnostic, FileResult
 
 
 def finding(path: str, diagnostic: Diagnostic) -> dict:
@@ -32,7 +32,7 @@ def document(results: Sequence[FileResult], statistics: list[dict] | None = None
         "version": __version__,
         "findings": [finding(r.path, d) for r in results for d in r.diagnostics],
         "errors": [{"filename": r.path, "message": r.error} for r in results if r.error],
-        # What each analysed file is (xla2tpu/facts.py), each fact with the line it came from.
+        # What each analysed file is (xla2tpu/project/facts.py), each fact with the line it came from.
         "files": [{"filename": r.path, "facts": r.facts.as_json()} for r in results if r.facts is not None],
     }
     if statistics is not None:

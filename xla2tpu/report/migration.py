@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from html import escape
 
-from xla2tpu.catalogue import Catalogue
-from xla2tpu.diagnostics import Diagnostic
+from xla2tpu.catalogue.rules import Catalogue
+from xla2tpu.catalogue.diagnostics import Diagnostic
 from xla2tpu.report.baseline import FIGURES
 from xla2tpu.report.plan import (
     DEFINITIONS, MIGRATED, PROGRAM_ROWS, UNREADABLE, Blocker, Delta, FileState, Folder, Plan, Program, by_file, by_rule,

@@ -28,10 +28,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from xla2tpu.ast_blocks import imported_modules
-from xla2tpu.catalogue import Catalogue
-from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
-from xla2tpu.facts import Fact
+from xla2tpu.trees.blocks import imported_modules
+from xla2tpu.catalogue.rules import Catalogue
+from xla2tpu.catalogue.diagnostics import Diagnostic, FileResult, FixClass
+from xla2tpu.project.facts import Fact
 from xla2tpu.report.text import plural, position
 
 MIGRATED, BLOCKED, UNREADABLE = "migrated", "blocked", "unreadable"
@@ -395,7 +395,7 @@ def _legacy_imports(path: str, text: bytes) -> list[tuple[int, str]]:
     """(line, module) of each torch_xla / Optimum TPU import in a file's text (a notebook's:
     in its code cells, numbered as the cells' lines are)."""
     if path.endswith(".ipynb"):
-        from xla2tpu import notebook
+        from xla2tpu.run import notebook
 
         try:
             nb = notebook.load(text)

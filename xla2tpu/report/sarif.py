@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xla2tpu import __version__
-from xla2tpu.catalogue import Catalogue, Rule
-from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
+from xla2tpu.catalogue.rules import Catalogue, Rule
+from xla2tpu.catalogue.diagnostics import Diagnostic, FileResult, FixClass
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {FixClass.SAFE: "warning", FixClass.UNSAFE: "warning", FixClass.MANUAL: "note"}

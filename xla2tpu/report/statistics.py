@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from xla2tpu.catalogue import Catalogue
-from xla2tpu.diagnostics import Diagnostic
+from xla2tpu.catalogue.rules import Catalogue
+from xla2tpu.catalogue.diagnostics import Diagnostic
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import click
 
-from xla2tpu.diagnostics import Diagnostic, FileResult, FixClass
+from xla2tpu.catalogue.diagnostics import Diagnostic, FileResult, FixClass
 
 
 def position(diagnostic: Diagnostic) -> str:

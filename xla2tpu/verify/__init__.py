@@ -3,6 +3,10 @@
 Each case is migrated in a temporary copy by the engine, run on TorchTPU (a TPU host)
 or on the CPU stand-in, optionally run unmigrated under a torch_xla interpreter, and the
 two runs' results compared. See docs/verify.md.
+
+Receives: case folders (`fixtures/runnable/`). Hands on: one `Outcome` per case, printed by
+`output`. It imports no stage of the engine: it runs the CLI (`python -m xla2tpu`) in
+subprocesses, so it proves what a user gets.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ def run_verify(
     0 if every case passed (skipped cases do not fail), 1 if any did not, 2 on bad input."""
     import sys
 
-    from . import report
+    from . import output
 
     opts = Options(unsafe_fixes=unsafe_fixes, target=target, legacy_python=legacy_python,
                    rtol=rtol, atol=atol, timeout=timeout, record=record,
@@ -55,7 +59,7 @@ def run_verify(
             print(f"verifying {case.name} ...", file=sys.stderr, flush=True)
         outcomes.append(verify_case(case, opts))
     if output_format == "json":
-        report.print_json(outcomes)
+        output.print_json(outcomes)
     else:
-        report.print_table(outcomes)
+        output.print_table(outcomes)
     return 0 if all(o.status in ("pass", "skip") for o in outcomes) else 1

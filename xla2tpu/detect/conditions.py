@@ -1,0 +1,194 @@
+"""Evaluating a case's conditions at one site, and binding a call's arguments to parameters."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from xla2tpu.catalogue.rules import Case, Condition, Rule
+from xla2tpu.project.facts import UNKNOWN, Facts
+from xla2tpu.trees import names
+from xla2tpu.detect import values
+from xla2tpu.project.scope import matches_any
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+_MISSING = values.MISSING
+
+
+@dataclass
+class Site:
+    """What the conditions of a case may look at."""
+
+    target: str
+    source: str
+    args: dict[str, cst.BaseExpression] | None = None  # None: the arguments could not be bound
+    star_args: dict[str, list[cst.Arg]] = field(default_factory=dict)
+    statement: bool = False
+    value: str | None = None  # the string or environment value, when it is a literal
+    unused: bool = False
+    guarded: bool = False
+    top_level: bool = False
+    name: str = ""  # the qualified name (or environment variable) the rule matched
+    store: bool = False  # the matched reference is an assignment target
+    form: str = ""  # for expression rules: the `match` pattern the site matched
+    with_item: bool = False  # the call is a `with` item that binds no name
+    compared: bool = False  # the call is an operand of a comparison
+    setup_branch: bool = False  # in the XLA branch of an if/elif chain whose other branches create a process group
+    class_bases: frozenset[str] = frozenset()  # last names of the bases of the class whose method holds the site
+    tensors: frozenset[str] = frozenset()  # expression slots known to be tensors
+    read_back: bool = False  # an environment write whose variable the same file reads
+    after: frozenset[str] = frozenset()  # the `after:` patterns that hold here (detect/ast_earlier.py)
+    then: frozenset[str] = frozenset()  # the `then:` patterns that hold here (detect/ast_earlier.py)
+    facts: Facts = UNKNOWN  # what the file is (facts.py)
+
+
+def literal(node: cst.BaseExpression | None) -> object:
+    """The Python value of a literal argument (`0`, `True`, `"TPU"`, `-1`), else _MISSING."""
+    if node is None:
+        return _MISSING
+    if isinstance(node, ast.AST):
+        return values.literal(node)
+    import libcst as cst  # a node of the LibCST pass: LibCST is loaded (detection never gets here)
+
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value]
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+        value = node.evaluated_value
+        return _MISSING if value is None and not isinstance(node, cst.SimpleString) else value
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = literal(node.expression)
+        return -inner if isinstance(inner, (int, float)) and not isinstance(inner, bool) else _MISSING
+    return _MISSING
+
+
+def _holds(condition: Condition, site: Site) -> bool:
+    kind = condition.kind
+    negate = kind.startswith("not-")
+    base = kind[4:] if negate else kind
+    if base in ("absent", "present", "literal", "falsy", "simple") and site.args is None:
+        return False  # unknown binding: no argument condition can be trusted either way
+    if base == "absent":
+        result = condition.arg not in site.args  # type: ignore[operator]
+    elif base == "present":
+        result = condition.arg in site.args  # type: ignore[operator]
+    elif base == "falsy":
+        value = literal(site.args.get(condition.arg)) if condition.arg in site.args else None  # type: ignore[union-attr,operator]
+        result = value is not _MISSING and not value
+    elif base == "literal":
+        value = literal(site.args.get(condition.arg))  # type: ignore[union-attr]
+        result = value is not _MISSING and value == condition.value and type(value) is type(condition.value)
+    elif base == "statement":
+        result = site.statement
+    elif base == "target":
+        result = site.target == condition.arg
+    elif base == "file-contains":
+        result = condition.arg in site.source
+    elif base == "value":
+        result = site.value == condition.value
+    elif base == "unused":
+        result = site.unused
+    elif base == "guarded":
+        result = site.guarded
+    elif base == "top-level":
+        result = site.top_level
+    elif base == "name":
+        result = matches_any(site.name, condition.arg.split("|"))
+    elif base == "file-matches":
+        result = _regex(condition.arg).search(site.source) is not None
+    elif base == "store":
+        result = site.store
+    elif base == "tensor":
+        result = condition.arg in site.tensors
+    elif base == "after":
+        result = condition.arg in site.after
+    elif base == "then":
+        result = condition.arg in site.then
+    elif base == "read-back":
+        result = site.read_back
+    elif base == "with-item":
+        result = site.with_item
+    elif base == "compared":
+        result = site.compared
+    elif base == "setup-branch":
+        result = site.setup_branch
+    elif base == "class-base":
+        result = not site.class_bases.isdisjoint(condition.arg.split("|"))
+    elif base == "fact":
+        result = site.facts.get(condition.arg).value in condition.value  # type: ignore[operator]
+    elif base == "simple":
+        node = site.args.get(condition.arg)  # type: ignore[union-attr]
+        name = names.dotted_name(node) if isinstance(node, ast.AST) else _cst_dotted_name(node) if node is not None else None
+        result = node is not None and (name is not None or literal(node) is not _MISSING)
+    else:  # pragma: no cover - the catalogue validates condition kinds
+        raise ValueError(kind)
+    return result != negate
+
+
+@functools.lru_cache(maxsize=256)
+def _regex(text: str) -> re.Pattern[str]:
+    return re.compile(text, re.MULTILINE)
+
+
+def choose(cases: Sequence[Case], site: Site) -> Case:
+    """The first case whose conditions all hold; the catalogue guarantees a catch-all last."""
+    for case in cases:
+        if case.forms and site.form not in case.forms:
+            continue
+        if all(_holds(condition, site) for condition in case.when):
+            return case
+    return cases[-1]
+
+
+def facts_behind(case: Case, facts: Facts) -> list[str]:
+    """The facts a case's positive `fact:` conditions test, described with their evidence:
+    a finding decided by a fact names it, so the user sees why a fix was withheld."""
+    return [facts.get(c.arg).describe() for c in case.when if c.kind == "fact"]
+
+
+def message_of(case: Case, facts: Facts, source: str = "", note: str = "", name: str = "",
+               defined: Mapping[str, str] | None = None) -> str:
+    """A finding's message: the case's, with the site's code (`{source}`), where a project
+    probe is defined (`{defined}`, by the qualified name matched), why a fix the case would
+    make is withheld here (`note`) and the facts the case tested."""
+    message = case.message.replace("{source}", source) if "{source}" in case.message else case.message
+    if "{defined}" in message:
+        message = message.replace("{defined}", (defined or {}).get(".".join(name.split(".")[:4]), "another module"))
+    if note:
+        message = f"{message} ({note})"
+    return explained(message, case, facts)
+
+
+def explained(message: str, case: Case, facts: Facts) -> str:
+    """`message` with the facts its case tested, when it tested any (see facts_behind)."""
+    behind = facts_behind(case, facts)
+    return message + " [because " + "; ".join(behind) + "]" if behind else message
+
+
+def applies(rule: Rule, site: Site) -> bool:
+    """Whether the rule's own `when` holds here; when it does not, the site is not a finding."""
+    return all(_holds(condition, site) for condition in rule.when)
+
+
+def _cst_dotted_name(node: cst.BaseExpression) -> str | None:
+    from xla2tpu.project.resolve import dotted_name  # the LibCST pass's node: LibCST is loaded
+
+    return dotted_name(node)
+
+
+def literal_text(node: cst.BaseExpression) -> str | None:
+    """The text of a plain string literal, or None (f-strings, bytes, anything computed)."""
+    import libcst as cst  # the LibCST pass's (detection reads ast nodes: detect/values.py)
+
+    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
+        try:
+            value = ast.literal_eval(node.value)
+        except (ValueError, SyntaxError):
+            return None
+        return value if isinstance(value, str) else None
+    return None

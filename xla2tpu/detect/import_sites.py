@@ -1,0 +1,131 @@
+"""The imports the import rules judge, read from CPython's tree: each alias of a torch_xla
+(or Optimum TPU) import, with what decides its case but its use: whether an availability
+guard (`try:` / `except ImportError`) hangs on it, and whether it is a module-level one,
+judged on the code as written. Once fixes are made, the import pass judges use and guard on
+the code they leave (rewrite/import_pass.py); when the ast tells what the fixes leave, or nothing is
+rewritten, detect/after_fixes.py does."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from xla2tpu.trees.blocks import blocks, catches_import_error
+from xla2tpu.project.canonical import Canonicaliser
+from xla2tpu.catalogue.rules import Case, Rule
+from xla2tpu.detect.conditions import Site, applies, choose
+from xla2tpu.detect.scopes import FUNCTIONS, Scopes, from_module
+from xla2tpu.detect.vendor_branches import other_vendor_branch
+from xla2tpu.project.facts import Facts
+from xla2tpu.catalogue.index import RuleIndex
+from xla2tpu.project.scope import Scope
+
+
+
+@dataclass(frozen=True)
+class ImportSite:
+    rule: Rule
+    qualname: str  # what the alias imports
+    bound: str  # the name it binds
+    alias: ast.alias  # reported here
+    scope: Scope  # where it binds
+    guarded: bool
+    top_level: bool  # not inside a function
+    statement: ast.Import | ast.ImportFrom = field(compare=False)
+    block: Sequence[ast.stmt] = field(compare=False)  # the statements the import is one of
+    chain: tuple[ast.AST, ...] = field(compare=False)  # the nodes from the module down to the block's owner
+
+
+def aliases(node: ast.Import | ast.ImportFrom, canonical: Canonicaliser) -> Iterator[tuple[str, str, ast.alias]]:
+    """(qualified name, name it binds, alias) for each alias of an import statement."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            yield canonical(alias.name), alias.asname or alias.name.split(".")[0], alias
+        return
+    module = from_module(node, canonical)
+    if module is None:
+        return
+    for alias in node.names:
+        if alias.name != "*":
+            yield canonical(f"{module}.{alias.name}"), alias.asname or alias.name, alias
+
+
+def import_sites(tree: ast.Module, scopes: Scopes, index: RuleIndex) -> list[ImportSite]:
+    """Every alias the selected import rules match, in source order."""
+    binds_in = {id(node): scope for node, scope in scopes.imports}
+    return list(_sites(tree.body, (), 0, (tree,), scopes, index, binds_in))
+
+
+# A module-level generator, not a closure calling itself: that closure would be a reference
+# cycle holding the file's whole tree until the cyclic collector ran (docs/performance.md).
+def _sites(body: Sequence[ast.AST], guards: tuple[bool | None, ...], depth: int, chain: tuple[ast.AST, ...],
+           scopes: Scopes, index: RuleIndex, binds_in: dict[int, Scope]) -> Iterator[ImportSite]:
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for qualname, bound, alias in aliases(node, scopes.canonical):
+                rule = index.imports.find(qualname)
+                if rule is not None:
+                    yield ImportSite(rule, qualname, bound, alias, binds_in[id(node)], _guarded(guards), depth == 0,
+                                     node, body, chain)
+        elif isinstance(node, FUNCTIONS):  # its imports run later, outside any `try:`
+            yield from _sites(node.body, (*guards, None), depth + 1, (*chain, node), scopes, index, binds_in)
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            # Only the `try:` body is guarded: not a handler, `else:` or `finally:`.
+            yield from _sites(node.body, (*guards, decides_import_guard(node)), depth, (*chain, node),  # type: ignore[attr-defined]
+                              scopes, index, binds_in)
+            for handler in node.handlers:  # type: ignore[attr-defined]
+                yield from _sites(handler.body, (*guards, False), depth, (*chain, node, handler), scopes, index, binds_in)
+            for block in (node.orelse, node.finalbody):  # type: ignore[attr-defined]
+                yield from _sites(block, (*guards, False), depth, (*chain, node), scopes, index, binds_in)
+        else:
+            for block in blocks(node):
+                if not (other_vendor_branch(node) and block is node.body):  # type: ignore[attr-defined]
+                    yield from _sites(block, guards, depth, (*chain, node), scopes, index, binds_in)
+
+
+def _guarded(guards: tuple[bool | None, ...]) -> bool:
+    for guard in reversed(guards):
+        if guard is None:
+            return False
+        if guard:
+            return True
+    return False
+
+
+def guard_decides(handlers_inert: Sequence[bool], body_only_imports: bool, has_else: bool) -> bool:
+    """Whether the imports in a `try:` body decide what it does: an ImportError handler runs
+    when one fails, so removing one makes the block always take its success path.
+    `handlers_inert`: for each handler that catches ImportError, whether it only passes.
+
+    Not when the body holds nothing but imports and every such handler only passes: then
+    removing an import changes nothing the block does. The same judgment for either tree:
+    here on the code as written, in the import pass on the code the fixes leave.
+    """
+    return bool(handlers_inert) and not (body_only_imports and not has_else and all(handlers_inert))
+
+
+def decides_import_guard(node: ast.Try) -> bool:
+    """guard_decides, judged on the code as written."""
+    handlers = [h for h in node.handlers if catches_import_error(h)]
+    return guard_decides([holds_only(h.body) for h in handlers], holds_only(node.body, (ast.Import, ast.ImportFrom)),
+                         bool(node.orelse))
+
+
+def holds_only(body: Sequence[ast.stmt], kinds: tuple[type[ast.stmt], ...] = ()) -> bool:
+    """The block holds only statements of `kinds` (and `pass` / `...` / a docstring)."""
+    return all(
+        isinstance(node, (ast.Pass, *kinds))
+        or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            and (node.value.value is Ellipsis or isinstance(node.value.value, str)))
+        for node in body
+    )
+
+
+def decide(site: ImportSite, unused: bool, guarded: bool, top_level: bool, target: str, source: str,
+           facts: Facts) -> Case | None:
+    """The case of the import's rule at `site`; None when the rule's own `when` rules it out.
+    `unused` and `guarded` are judged on the code as the fixes leave it: made (rewrite/import_pass.py),
+    or told on the ast (detect/after_fixes.py)."""
+    condition = Site(target=target, source=source, unused=unused, guarded=guarded, top_level=top_level, facts=facts)
+    return choose(site.rule.cases, condition) if applies(site.rule, condition) else None
