@@ -1,19 +1,24 @@
-"""Where `xmp.spawn(fn, args=(...))` can become TorchTPU's launch, decided on CPython's tree
-before any edit (transforms/launch.py builds it on LibCST's; docs/rules/XLA601.md says why
-the launch looks as it does), what the launch writes, and the `processes` fact once it is
-made. Nothing here imports LibCST: `check` decides and reports the launch without it.
+"""Where `xmp.spawn(fn, args=...)` / `torch_xla.launch(fn, args)` can become TorchTPU's launch,
+decided on CPython's tree before any edit (transforms/launch.py builds it on LibCST's;
+docs/rules/XLA601.md says why the launch looks as it does), what the launch writes, and the
+`processes` fact once it is made. Nothing here imports LibCST: `check` decides and reports
+the launch without it.
 
-Only a launch this can keep exact is rewritten: a whole statement in the module's own code
-(the main block), `fn` a function defined at module level (spawn pickles it by name), one
-launch in the file, and no `init_process_group` of the program's own (often behind a flag:
-the worker could neither create the group nor leave it out).
+torch_xla's launcher pickled `fn` and `args` into spawned processes (its default start
+method), so whatever it launched, `torch.multiprocessing.spawn` can launch: `fn` may be any
+expression, the launch may sit in any function the program calls, and `args` may be a
+tuple or a name. What the rewrite cannot keep exact stays manual: a launch that is not a
+statement of its own, a `fork` (or unknown) start method, a second torch_xla launch in the
+file (one worker function each), and a program whose own `init_process_group` calls are not
+all whole statements with torch_xla's backend (the worker creates the one "tpu" group; those
+calls become guarded, XLA603). `join` and `daemon` are dropped: torch_xla 2.9 ignored them
+and always waited for its workers.
 """
 
 from __future__ import annotations
 
 import ast
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from xla2tpu.detect.values import tuple_items
@@ -44,7 +49,8 @@ def {worker}(local_rank, fn, nprocs, *args):
     try:
         fn(torch.distributed.get_rank(), *args)
     finally:
-        torch.distributed.destroy_process_group()
+        if torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
 '''.strip() + "\n"
 EVERY_CHIP = "torch.accelerator.device_count()"  # xmp.spawn used every local chip
 # The statements replacing the launch's line.
@@ -56,23 +62,74 @@ LINES = (
 # Every template the launch renders, in the order it spells their names.
 TEMPLATES = (EVERY_CHIP, *LINES, WORKER)
 
-_LAUNCHES = re.compile(r"\b(?:spawn|launch|run_multiprocess)\(")
+LAUNCHERS = frozenset({"torch_xla.distributed.xla_multiprocessing.spawn", "torch_xla.launch",
+                       "torch_xla._internal.pjrt.run_multiprocess"})
+_LAUNCHER_TAILS = frozenset(name.rsplit(".", 1)[1] for name in LAUNCHERS)
+_PROCESS_GROUP = "init_process_group"
 
 
-def launchable(args: Mapping[str, ast.AST], whole_statement: bool, module_level: bool, source: str) -> bool:
+def launchable(args: Mapping[str, ast.AST], whole_statement: bool, tree: ast.Module, lines: Sequence[str],
+               resolve: Callable[[ast.AST], str | None]) -> bool:
     """Whether the launch call, whose bound arguments are `args`, can be rewritten: it is a
-    whole expression statement (`whole_statement`) of the module's own code."""
-    fn = args.get("fn")
-    if not (whole_statement and module_level and isinstance(fn, ast.Name)):
+    whole expression statement (`whole_statement`) of a module (`tree`, its `lines`) that has
+    no other torch_xla launch and creates no process group the worker's could clash with;
+    `resolve` gives a callee's qualified name as the module binds it."""
+    if not whole_statement or args.get("fn") is None:
         return False
-    if re.search(rf"^(?:async\s+)?def\s+{re.escape(fn.id)}\s*\(", source, re.M) is None:
-        return False  # not a module-level function: spawn could not pickle it
-    if len(_LAUNCHES.findall(source)) != 1:
-        return False  # one worker function per file, one launch to hand it to
-    if "init_process_group(" in source:
-        return False  # the program makes its own group, maybe only under a flag: by hand
+    start = args.get("start_method")
+    if start is not None and not (isinstance(start, ast.Constant) and start.value == "spawn"):
+        return False  # fork (or a choice made at run time): workers that inherit, not re-import
     launch_args = args.get("args")
-    return launch_args is None or tuple_items(launch_args) is not None
+    if launch_args is not None and tuple_items(launch_args) is None and not isinstance(launch_args, (ast.Name, ast.Attribute)):
+        return False
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    if sum(1 for call in calls if _launch(call, resolve)) != 1:
+        return False  # one worker function per file, one launch to hand it to
+    return _own_groups_guardable(tree, lines, sum(1 for call in calls if _tail(call) == _PROCESS_GROUP))
+
+
+def _tail(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _launch(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> bool:
+    """A torch_xla launch, or a call spelled like one whose name the module does not bind
+    (imported inside a function): counted, so a second launch is never missed."""
+    if _tail(call) not in _LAUNCHER_TAILS:
+        return False
+    qualname = resolve(call.func)
+    return qualname is None or qualname in LAUNCHERS
+
+
+def _own_groups_guardable(tree: ast.Module, lines: Sequence[str], calls: int) -> bool:
+    """Whether every `init_process_group` call of the program (`calls` of them) is a statement
+    alone on its lines with torch_xla's backend and init method, which XLA603 guards
+    (`if not is_initialized(): init_process_group("tpu")`) once the worker made the group."""
+    statements = [node for node in ast.walk(tree) if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                  and _tail(node.value) == _PROCESS_GROUP]
+    return len(statements) == calls and all(_xla_group(s.value) and _alone(s, lines) for s in statements)
+
+
+def _xla_group(call: ast.Call) -> bool:
+    keywords = {keyword.arg: keyword.value for keyword in call.keywords}
+    backend = call.args[0] if call.args else keywords.get("backend")
+    method = call.args[1] if len(call.args) > 1 else keywords.get("init_method")
+    return (isinstance(backend, ast.Constant) and backend.value == "xla"
+            and (method is None or isinstance(method, ast.Constant) and method.value == "xla://"))
+
+
+def _alone(statement: ast.stmt, lines: Sequence[str]) -> bool:
+    before = lines[statement.lineno - 1][:statement.col_offset]
+    after = lines[statement.end_lineno - 1][statement.end_col_offset:]  # type: ignore[index]
+    return not before.strip() and (not after.strip() or after.strip().startswith("#"))
+
+
+def single_process_choice(args: Mapping[str, ast.AST]) -> ast.AST | None:
+    """`debug_single_process=<expr>` decided at run time (`FLAGS.num_cores == 1`): torch_xla
+    ran `fn(0, *args)` in this process when it held; a literal is decided by the cases."""
+    choice = args.get("debug_single_process")
+    return None if choice is None or isinstance(choice, ast.Constant) else choice
 
 
 def nprocs_kept(nprocs: ast.AST | None) -> bool:
@@ -84,9 +141,13 @@ def nprocs_kept(nprocs: ast.AST | None) -> bool:
 def kept(args: Mapping[str, ast.AST]) -> list[ast.AST]:
     """The argument nodes the launch keeps as written."""
     launch_args = args.get("args")
-    found = [args["fn"], *(tuple_items(launch_args) or [] if launch_args is not None else [])]
+    items = [] if launch_args is None else tuple_items(launch_args)
+    found = [args["fn"], *(items if items is not None else [launch_args])]
     if nprocs_kept(args.get("nprocs")):
         found.append(args["nprocs"])
+    choice = single_process_choice(args)
+    if choice is not None:
+        found.append(choice)
     return found
 
 
@@ -100,7 +161,7 @@ def migrated(facts: Facts, found: Iterable[Found], applied: Iterable[Found]) -> 
     made = {id(site): site.case.template for site in applied if site.case.action == "transform"}
     if TEMPLATE in made.values():
         reason = 'has its torch_xla launch migrated to TorchTPU by this fix: every worker joins the "tpu" process group'
-        return Fact("processes", "process-group", facts.processes.evidence, reason)
+        return Fact("processes", "launched", facts.processes.evidence, reason)
     launches = [site for site in found if any(case.template in (TEMPLATE, IN_PROCESS) for case in site.rule.cases)]
     if launches and all(made.get(id(site)) == IN_PROCESS for site in launches):
         reason = "has its one-process torch_xla launch made a call in this process by this fix: it starts no other process"

@@ -37,8 +37,10 @@ VALUES: dict[str, tuple[str, ...]] = {
     # spawn: an xmp.spawn / torch_xla.launch / run_multiprocess / torch.multiprocessing.spawn
     # launch that TorchTPU does not keep; process-group: the file creates one (or wraps the model
     # in DDP/FSDP, which needs one); one: a program that starts no other process and never asks
-    # its rank; unknown: library code (no `__main__`, no launch), or a program launched from outside.
-    "processes": ("spawn", "process-group", "one", "unknown"),
+    # its rank; unknown: library code (no `__main__`, no launch), or a program launched from outside;
+    # launched: this fix migrates the file's torch_xla launch (XLA601), whose worker joins the
+    # "tpu" process group before it runs the program's code (never the fact of code as written).
+    "processes": ("spawn", "process-group", "one", "unknown", "launched"),
     "hardware": ("tpu", "other", "unknown"),
     "spmd": ("yes", "no"),
     # The model is wrapped in DDP / FSDP (torch's or torch_xla's), which reduces the gradients.

@@ -38,6 +38,10 @@ from xla2tpu.sources.prefilter import holds_token
 
 _MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
 _DEPTH = 12  # re-export chains longer than this are not followed (a cycle, or nothing real)
+# Processes that run in a process group: one the program creates, or the one every worker of
+# its migrated launch joins (a program's fact once its own run settled it).
+GROUPED = ("process-group", "launched")
+ENTRY = "defines `_mp_fn`"  # the reason of a module's facts that xla_spawn.py-style launchers start it (facts.py)
 
 
 def find_root(paths: Iterable[Path]) -> Path:
@@ -92,10 +96,13 @@ class Context:
         inherited = self.processes
         own = facts.processes.value
         # A torch_xla launch outranks a process group, as in one file (facts._processes): its
-        # workers have no torchrun variables even when the module wraps its model in DDP.
-        spawned = inherited is not None and inherited.value == "spawn" and own == "process-group"
+        # workers have no torchrun variables even when the module wraps its model in DDP. A
+        # migrated launch does too: its worker made the group the module's DDP joins.
+        spawned = inherited is not None and inherited.value in ("spawn", "launched") and own == "process-group"
+        # A module that defines `_mp_fn` is started by the project's migrated launcher.
+        spawned = spawned or inherited is not None and inherited.value == "launched" and facts.processes.reason.startswith(ENTRY)
         if inherited is not None and (own not in ("spawn", "process-group") or spawned):
-            if own == "one" and inherited.value == "process-group":
+            if own == "one" and inherited.value in GROUPED:
                 reason = f"a one-process program of its own, and also {inherited.reason}: rewrites must be right for both"
                 updated = replace(updated, processes=Fact("processes", "unknown", None, reason))
             else:
@@ -260,7 +267,8 @@ class Project:
 
     def _deepen(self, deepen: Callable[[str], Summary]) -> None:
         """Parse the modules that can matter: those that can hold an idiom and are imported
-        by another module, or import one and can show processes. A parsed module may import
+        by another module, or import one and can show processes, or launch some module's
+        `_mp_fn` (the launcher decides those modules' processes). A parsed module may import
         more than its light summary showed (imports inside functions): repeat until stable."""
         changed = True
         while changed:
@@ -270,7 +278,7 @@ class Project:
                 summary = module.summary
                 if summary.full or not summary.idiom:
                     continue
-                if module.path in imported or (summary.program and self._edges(module)):
+                if module.path in imported or (summary.program and (summary.launcher or self._edges(module))):
                     module.summary = deepen(module.path)
                     self._edge_lists.pop(module.path, None)  # a parse shows imports inside functions too
                     changed = changed or module.summary.full
@@ -343,9 +351,13 @@ class Project:
 
     def programs(self) -> list[str]:
         """The paths of the modules whose torch_xla launch may be migrated by a fix: their
-        processes fact after the fix decides what the modules they import inherit."""
-        return [m.path for m in self.modules.values()
-                if m.summary.facts is not None and m.summary.facts.processes.value == "spawn" and self._edges(m)]
+        processes fact after the fix decides what the modules they import inherit, and an
+        `xla_spawn.py`-style launcher's decides the processes of the `_mp_fn` modules it
+        starts (processed first, as those are programs too)."""
+        found = [m for m in self.modules.values() if m.summary.facts is not None
+                 and m.summary.facts.processes.value == "spawn"
+                 and (self._edges(m) or _entry_launch(m.summary.facts.processes))]
+        return [m.path for m in sorted(found, key=lambda m: not _entry_launch(m.summary.facts.processes))]  # type: ignore[union-attr]
 
     def settle(self, path: str, processes: Fact) -> None:
         """A program's processes fact as its own run decided it (its launch migrated or not)."""
@@ -362,7 +374,8 @@ class Project:
             facts = program.summary.facts
             if facts is None or not _is_program(program.summary):
                 continue
-            facts = replace(facts, processes=self._programs.get(program.path, facts.processes))
+            settled = self._programs.get(program.path) or self._entry_launcher(program) or facts.processes
+            facts = replace(facts, processes=settled)
             seen = {program.path}
             queue = list(self._edges(program))
             while queue:
@@ -407,11 +420,31 @@ class Project:
             if meaning in self._probe_where:
                 defined[meaning] = self._probe_where[meaning]
         facts = self._inheritance().get(module.path, {})
+        launcher = self._entry_launcher(module)
+        if launcher is not None:
+            facts = {**facts, "processes": launcher}
         findings = tuple(self._findings(module))
         if not (matters or aliases or facts or findings):
             return EMPTY  # the project changes nothing in this file: it is judged on its own
         return Context(relative, aliases, defined, facts.get("processes"), facts.get("spmd"),
                        facts.get("data-parallel"), findings, forced)
+
+    def _entry_launcher(self, module: Module) -> Fact | None:
+        """For a module that defines `_mp_fn` (started by an `xla_spawn.py`-style launcher,
+        facts.py), the migrated launch of such a launcher in the project: its worker starts
+        `_mp_fn` in every process of the "tpu" group. None when the module is something else,
+        or no launcher of the project has its launch migrated."""
+        own = module.summary.facts.processes if module.summary.facts is not None else None
+        if own is None or own.value != "spawn" or not own.reason.startswith(ENTRY):
+            return None
+        for path, fact in sorted(self._programs.items()):
+            if fact.value == "launched" and _entry_launch(fact):
+                shown = self.modules[path].shown if path in self.modules else path
+                assert fact.evidence is not None
+                return Fact("processes", "launched", None,
+                            f"{ENTRY}, which {shown} starts: its launch is migrated to TorchTPU by this fix, every "
+                            f"worker joins the \"tpu\" process group ({shown}:{fact.evidence.line} `{fact.evidence.text}`)")
+        return None
 
     def _findings(self, module: Module) -> Iterable[Finding]:
         """`dist_backend = "xla"` where the project hands `dist_backend` to `init_process_group`."""
@@ -429,7 +462,7 @@ def _is_program(summary: Summary) -> bool:
     that creates a group says nothing of what the modules it imports run in."""
     assert summary.facts is not None
     value = summary.facts.processes.value
-    return value in ("spawn", "one") or (value == "process-group" and summary.main)
+    return value in ("spawn", "one") or (value in GROUPED and summary.main)
 
 
 def _inherited(programs: list[tuple[Module, Facts]]) -> dict[str, Fact]:
@@ -442,7 +475,9 @@ def _inherited(programs: list[tuple[Module, Facts]]) -> dict[str, Fact]:
     values = [facts.processes.value for _, facts in programs]
     if "spawn" in values:
         found["processes"] = _from(programs, "processes", "spawn")
-    elif all(value == "process-group" for value in values):
+    elif all(value == "launched" for value in values):  # every worker joins the group the launch made
+        found["processes"] = _from(programs, "processes", "launched")
+    elif all(value in GROUPED for value in values):
         found["processes"] = _from(programs, "processes", "process-group")
     if any(facts.spmd.value == "yes" for _, facts in programs):
         found["spmd"] = _from(programs, "spmd", "yes")
@@ -533,3 +568,9 @@ def build(root: Path, files: Mapping[str, bytes], listed: Iterable[str], stored:
         if path in summaries:
             store[path] = (size, mtime, summaries[path])
     return model, store
+
+
+def _entry_launch(processes: Fact) -> bool:
+    """A torch_xla launch of some module's `_mp_fn` (`xmp.spawn(mod._mp_fn, ...)`), read off the
+    launch line its processes fact shows."""
+    return processes.evidence is not None and "._mp_fn" in processes.evidence.text

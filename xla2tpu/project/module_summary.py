@@ -82,6 +82,9 @@ class Summary:
     idiom: bool = False
     program: bool = False
     full: bool = False  # parsed (False: light, from the import lines only)
+    # Launches some module's `_mp_fn` (`xmp.spawn(mod._mp_fn, ...)`, an xla_spawn.py-style
+    # launcher): its migrated launch decides the processes of the modules that define one.
+    launcher: bool = False
 
 
 def light(data: bytes, prefiltered: bool | None = None) -> Summary:
@@ -99,7 +102,7 @@ def light(data: bytes, prefiltered: bool | None = None) -> Summary:
     valued = tuple(_sites(_XLA_VALUE, data)) if b"xla'" in data or b'xla"' in data else ()
     return Summary(imports=tuple(_import_lines(head)), backend_names=handed, xla_values=valued,
                    main=b"__main__" in data and _MAIN.search(data) is not None, idiom=idiom,
-                   program=_PROGRAM.search(data.decode("utf-8", "replace")) is not None)
+                   program=_PROGRAM.search(data.decode("utf-8", "replace")) is not None, launcher=b"._mp_fn" in data)
 
 
 def summarise(data: bytes, canonical: Canonicaliser) -> Summary:
@@ -159,7 +162,7 @@ def of_tree(tree: ast.Module, text: str, canonical: Canonicaliser) -> Summary:
     facts = compute_facts(tree, text, canonical) if _PROGRAM.search(text) else None
     main = any(is_main(node) for node in tree.body)
     return Summary(tuple(imports), frozenset(defined), tuple(definitions), backend_names, xla_values, facts, main,
-                   True, facts is not None, True)
+                   True, facts is not None, True, "._mp_fn" in text)
 
 
 # The standard library's modules: an import of one never links two modules of a project.

@@ -35,8 +35,14 @@ from xla2tpu.rewrite.transforms.forms import fresh_name, render_expression, rend
 def tpu_launch(site: CallSite) -> Rewrite | None:
     args = site.args.get("args")
     items = [] if args is None else tuple_items(args)
-    if not isinstance(site.statement, cst.Expr) or items is None:
+    if items is None and isinstance(args, (cst.Name, cst.Attribute)):
+        passed = [cst.StarredElement(args)]  # `args=args`: the sequence torch_xla unpacked
+    elif items is not None:
+        passed = [cst.Element(e) for e in items]
+    else:
         return None  # not the site the detector decided (launch_site.launchable)
+    if not isinstance(site.statement, cst.Expr):
+        return None
     fn = site.args["fn"]
     worker = cst.Name(fresh_name(site, "_tpu_worker"))
     count = cst.Name(fresh_name(site, "tpu_processes"))
@@ -54,11 +60,28 @@ def tpu_launch(site: CallSite) -> Rewrite | None:
         site,
         list(launch_site.LINES),
         {"count": count, "worker": worker, "nprocs": nprocs,
-         "launch_args": cst.Tuple([cst.Element(e) for e in (fn, count, *items)])},
+         "launch_args": cst.Tuple([cst.Element(fn), cst.Element(count), *passed])},
     )
+    choice = site.args.get("debug_single_process")
+    if choice is not None and not _literal(choice):
+        # Chosen at run time: torch_xla ran `fn(0, *args)` in this process when it held. The
+        # worker runs it here as the one member of its own group, so the rank, world size
+        # and collective rewrites read the same group whichever way the program goes.
+        alone = cst.Call(worker, [cst.Arg(cst.Integer("0")), cst.Arg(fn), cst.Arg(cst.Integer("1")),
+                                  *(cst.Arg(e.value, star="*" if isinstance(e, cst.StarredElement) else "")
+                                    for e in passed)])
+        rewrite.statements = [cst.If(
+            test=choice,
+            body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(alone)])]),
+            orelse=cst.Else(cst.IndentedBlock(rewrite.statements)),  # type: ignore[arg-type]
+        )]
     rendered = templates.render(launch_site.WORKER, {"worker": worker}, {}, site.spell, statement=True)
     rewrite.imports |= imports | rendered.imports
     definition = rendered.node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])  # type: ignore[union-attr]
     top = site.parents[1]  # the module-level statement holding the launch: the worker goes above it
     rewrite.later.append((top, lambda node: cst.FlattenSentinel([definition, node])))  # type: ignore[list-item]
     return rewrite
+
+
+def _literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Integer) or isinstance(node, cst.Name) and node.value in ("True", "False", "None")
