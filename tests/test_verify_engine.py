@@ -32,9 +32,11 @@ pytestmark = pytest.mark.slow
 
 RUNNABLE = Path(__file__).resolve().parents[1] / "fixtures" / "runnable"
 # No hand step (mlp_train keeps a .item() lint); ddp_spawn's launch, ranks, gradient
-# average, barrier and save are all the engine's since the launch migration (XLA601).
-ENGINE_ONLY = ("mlp_train", "compile_infer", "ddp_spawn", "mp_mnist", "mp_imagenet")
-HAND = ("idioms",)  # the engine leaves findings; hand.patch finishes them
+# average, barrier and save are all the engine's since the launch migration (XLA601);
+# idioms' optimizer_step in a program launched from elsewhere is the guarded average
+# (XLA401), and launch_flags' launch in main() under flags (debug_single_process, --ddp).
+ENGINE_ONLY = ("mlp_train", "compile_infer", "ddp_spawn", "mp_mnist", "mp_imagenet", "idioms", "launch_flags")
+HAND: tuple[str, ...] = ()  # cases the engine leaves findings in, finished by their hand.patch
 ALL = sorted(p.name for p in RUNNABLE.iterdir() if (p / "main.py").is_file())
 SETTINGS = settings_for(Config(root=RUNNABLE), catalogue.load(), unsafe_fixes=True)
 LEGACY = os.environ.get("XLA2TPU_LEGACY_PYTHON") or None

@@ -59,8 +59,16 @@ LINES = (
     "torch.tpu.distributed.set_tpu_launch_env(nproc_per_node={count})\n",
     "torch.multiprocessing.spawn({worker}, args={launch_args}, nprocs={count})\n",
 )
+# `torch_xla.launch` under torchrun ran `fn(LOCAL_RANK, *args)` in the process torchrun
+# started, and spawned nothing: so does its replacement, in the "tpu" group.
+TORCHRUN = (
+    "torch.distributed.is_torchelastic_launched()",
+    'torch.distributed.init_process_group("tpu")\n',
+    'int(os.environ["LOCAL_RANK"])',
+)
+LAUNCH = "torch_xla.launch"
 # Every template the launch renders, in the order it spells their names.
-TEMPLATES = (EVERY_CHIP, *LINES, WORKER)
+TEMPLATES = (EVERY_CHIP, *LINES, WORKER, *TORCHRUN)
 
 LAUNCHERS = frozenset({"torch_xla.distributed.xla_multiprocessing.spawn", "torch_xla.launch",
                        "torch_xla._internal.pjrt.run_multiprocess"})
@@ -69,12 +77,18 @@ _PROCESS_GROUP = "init_process_group"
 
 
 def launchable(args: Mapping[str, ast.AST], whole_statement: bool, tree: ast.Module, lines: Sequence[str],
-               resolve: Callable[[ast.AST], str | None]) -> bool:
+               resolve: Callable[[ast.AST], str | None], function: str | None) -> bool:
     """Whether the launch call, whose bound arguments are `args`, can be rewritten: it is a
     whole expression statement (`whole_statement`) of a module (`tree`, its `lines`) that has
     no other torch_xla launch and creates no process group the worker's could clash with;
-    `resolve` gives a callee's qualified name as the module binds it."""
-    if not whole_statement or args.get("fn") is None:
+    `resolve` gives a callee's qualified name as the module binds it, `function` names the
+    function the launch is in (None: the module's own code)."""
+    fn = args.get("fn")
+    if not whole_statement or fn is None:
+        return False
+    if function is not None and _forked_target(tree, function):
+        return False  # run in a forked child, where TorchTPU refuses the device
+    if _unseen_program(tree, fn):
         return False
     start = args.get("start_method")
     if start is not None and not (isinstance(start, ast.Constant) and start.value == "spawn"):
@@ -86,6 +100,30 @@ def launchable(args: Mapping[str, ast.AST], whole_statement: bool, tree: ast.Mod
     if sum(1 for call in calls if _launch(call, resolve)) != 1:
         return False  # one worker function per file, one launch to hand it to
     return _own_groups_guardable(tree, lines, sum(1 for call in calls if _tail(call) == _PROCESS_GROUP))
+
+
+def _forked_target(tree: ast.Module, function: str) -> bool:
+    """Whether `function` is the target of a `Process(target=...)` made in the module: with
+    the default start method on Linux that child is forked, and TorchTPU forbids the device
+    (and so its launch) in a forked process; torch_xla's launch ran there."""
+    return any(isinstance(node, ast.Call) and _tail(node) == "Process"
+               and any(k.arg == "target" and isinstance(k.value, ast.Name) and k.value.id == function
+                       for k in node.keywords)
+               for node in ast.walk(tree))
+
+
+def _unseen_program(tree: ast.Module, fn: ast.AST) -> bool:
+    """Whether `fn` is a function of a module imported at run time by name
+    (`mod = importlib.import_module(name)`; `mod.entry`) other than the `_mp_fn` convention:
+    what that program does (its own process group, say) cannot be seen here. `_mp_fn`
+    modules are the project model's to follow (they inherit the migrated launch)."""
+    if not (isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name)) or fn.attr == "_mp_fn":
+        return False
+    name = fn.value.id
+    return any(isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+               and _tail(node.value) == "import_module"
+               and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)
+               for node in ast.walk(tree))
 
 
 def _tail(call: ast.Call) -> str | None:

@@ -387,8 +387,10 @@ class Detector:
         if template == rate_tracker_site.TEMPLATE:  # its class spells `time` as it is, at module level
             return rate_tracker_site.clock(self.scopes.module) is not None, (), None
         if template == launch_site.TEMPLATE:
+            function = next((p.name for p in reversed(self._parents) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                            None)
             launchable = launch_site.launchable(args, self._whole_line(), self.tree, self.positions.line_texts,
-                                                lambda node: resolve(self.scopes.module, node))
+                                                lambda node: resolve(self.scopes.module, node), function)
             return launchable, launch_site.TEMPLATES, None
         if template == profiler_site.TEMPLATE:
             qualname = resolve(self.scope, node.func) or ""

@@ -62,25 +62,40 @@ def tpu_launch(site: CallSite) -> Rewrite | None:
         {"count": count, "worker": worker, "nprocs": nprocs,
          "launch_args": cst.Tuple([cst.Element(fn), cst.Element(count), *passed])},
     )
+    branches: list[tuple[cst.BaseExpression, list[cst.BaseStatement]]] = []
+    if site.scope.qualify(dotted_name(site.original.func)) == launch_site.LAUNCH:
+        # Under torchrun, torch_xla.launch ran `fn(LOCAL_RANK, *args)` in the process torchrun
+        # started: this process is one worker; it joins the group and spawns nothing.
+        started, join, local_rank = launch_site.TORCHRUN
+        test = render_expression(site, started, imports)
+        joined = render_statements(site, [join])
+        rewrite.imports |= joined.imports
+        call = _call(fn, [render_expression(site, local_rank, imports)], passed)
+        branches.append((test, [*joined.statements, cst.SimpleStatementLine([cst.Expr(call)])]))  # type: ignore[list-item]
     choice = site.args.get("debug_single_process")
     if choice is not None and not _literal(choice):
         # Chosen at run time: torch_xla ran `fn(0, *args)` in this process when it held. The
         # worker runs it here as the one member of its own group, so the rank, world size
         # and collective rewrites read the same group whichever way the program goes.
-        alone = cst.Call(worker, [cst.Arg(cst.Integer("0")), cst.Arg(fn), cst.Arg(cst.Integer("1")),
-                                  *(cst.Arg(e.value, star="*" if isinstance(e, cst.StarredElement) else "")
-                                    for e in passed)])
-        rewrite.statements = [cst.If(
-            test=choice,
-            body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(alone)])]),
-            orelse=cst.Else(cst.IndentedBlock(rewrite.statements)),  # type: ignore[arg-type]
-        )]
+        alone = _call(worker, [cst.Integer("0"), fn, cst.Integer("1")], passed)
+        branches.append((choice, [cst.SimpleStatementLine([cst.Expr(alone)])]))
+    if branches:
+        chain: cst.If | cst.Else = cst.Else(cst.IndentedBlock(rewrite.statements))  # type: ignore[arg-type]
+        for test, body in reversed(branches):
+            chain = cst.If(test=test, body=cst.IndentedBlock(body), orelse=chain)
+        rewrite.statements = [chain]  # type: ignore[list-item]
     rendered = templates.render(launch_site.WORKER, {"worker": worker}, {}, site.spell, statement=True)
     rewrite.imports |= imports | rendered.imports
     definition = rendered.node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])  # type: ignore[union-attr]
     top = site.parents[1]  # the module-level statement holding the launch: the worker goes above it
     rewrite.later.append((top, lambda node: cst.FlattenSentinel([definition, node])))  # type: ignore[list-item]
     return rewrite
+
+
+def _call(func: cst.BaseExpression, first: list[cst.BaseExpression], passed: list[cst.BaseElement]) -> cst.Call:
+    """`func(*first, *passed)`, the launch's own arguments passed as they were given."""
+    return cst.Call(func, [*(cst.Arg(a) for a in first),
+                           *(cst.Arg(e.value, star="*" if isinstance(e, cst.StarredElement) else "") for e in passed)])
 
 
 def _literal(node: cst.BaseExpression) -> bool:
