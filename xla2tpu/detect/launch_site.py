@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from xla2tpu.detect.values import tuple_items
 from xla2tpu.project.facts import Fact, Facts
+from xla2tpu.sources.notebook_cells import BOUNDARY
 
 if TYPE_CHECKING:
     from xla2tpu.detect.found import Found
@@ -92,7 +93,8 @@ def launchable(args: Mapping[str, ast.AST], whole_statement: bool, tree: ast.Mod
         return False
     start = args.get("start_method")
     if start is not None and not (isinstance(start, ast.Constant) and start.value == "spawn"):
-        return False  # fork (or a choice made at run time): workers that inherit, not re-import
+        if not (isinstance(start, ast.Constant) and start.value == "fork" and _spawnable(tree, fn, lines)):
+            return False  # a start chosen at run time, or a fork spawn could not redo
     launch_args = args.get("args")
     if launch_args is not None and tuple_items(launch_args) is None and not isinstance(launch_args, (ast.Name, ast.Attribute)):
         return False
@@ -100,6 +102,18 @@ def launchable(args: Mapping[str, ast.AST], whole_statement: bool, tree: ast.Mod
     if sum(1 for call in calls if _launch(call, resolve)) != 1:
         return False  # one worker function per file, one launch to hand it to
     return _own_groups_guardable(tree, lines, sum(1 for call in calls if _tail(call) == _PROCESS_GROUP))
+
+
+def _spawnable(tree: ast.Module, fn: ast.AST, lines: Sequence[str]) -> bool:
+    """Whether a `fork` launch can be a spawn (TorchTPU refuses the device in a forked child):
+    `fn` is a function the module defines at its top (a spawned worker imports it by name),
+    the module is a script, not a notebook (whose functions a spawned worker cannot import),
+    and it does not share a model with its workers through fork (`MpModelWrapper`)."""
+    defined = isinstance(fn, ast.Name) and any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.id for node in tree.body)
+    notebook = any(BOUNDARY.split("{}")[0] in line for line in lines)
+    shared = any(isinstance(node, ast.Attribute) and node.attr == "MpModelWrapper" for node in ast.walk(tree))
+    return defined and not notebook and not shared
 
 
 def _forked_target(tree: ast.Module, function: str) -> bool:

@@ -26,14 +26,13 @@ from dataclasses import dataclass, field
 from xla2tpu.catalogue import rules as catalogue_mod
 from xla2tpu.sources import notebook_json
 from xla2tpu.catalogue.diagnostics import Diagnostic, FileResult, FixClass
-from xla2tpu.sources.notebook_cells import Cell, read, split_lines, syntax_error
+from xla2tpu.sources.notebook_cells import BOUNDARY, Cell, read, split_lines, syntax_error
 from xla2tpu.catalogue.settings import Settings
 
 
 SUFFIX = ".ipynb"
 SETUP_CODE = "XLA090"  # the catalogue's torch-xla-install rule
 
-_BOUNDARY = "__xla2tpu_cell_{}__"
 _KEPT = "__xla2tpu_kept_{}__"
 _BOUNDARY_LINE = re.compile(r"^__xla2tpu_cell_\d+__\r?\n?$")
 _KEPT_LINE = re.compile(r"^__xla2tpu_kept_(\d+)__\b")
@@ -170,7 +169,7 @@ def virtual_module(nb: Notebook, unparsed: dict[int, str]) -> tuple[str, list[in
     starts: list[int] = []
     for position, cell in enumerate(nb.cells):
         if position:
-            lines.append(_BOUNDARY.format(position) + "\n")
+            lines.append(BOUNDARY.format(position) + "\n")
         starts.append(len(lines) + 1)
         lines += cell.python if _checked(cell, unparsed) else _kept(cell, unparsed)
     return "".join(lines), starts

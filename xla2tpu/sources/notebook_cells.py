@@ -19,6 +19,10 @@ import warnings
 from dataclasses import dataclass, field
 
 PLACEHOLDER = "__xla2tpu_magic_{}__"
+# The statement between two cells of the one module a notebook becomes (run/notebook.py);
+# a rule that must know it reads a notebook (a forked launch there cannot become a spawn)
+# finds it in the source.
+BOUNDARY = "__xla2tpu_cell_{}__"
 _PLACEHOLDER = re.compile(r"^([ \t]*)__xla2tpu_magic_(\d+)__\r?\n?$")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")  # Python's line ends only (not \f, \u2028, ...)
 
