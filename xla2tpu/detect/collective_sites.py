@@ -43,6 +43,7 @@ STATEMENT_FORMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         "    for {tensor} in itertools.chain({model}.parameters(), {model}.buffers()):\n"
         "        torch.distributed.broadcast({tensor}.data, src=0)\n",
     ), ("tensor",)),
+    "average-gradients": ((_AVERAGE,), ("group", "param")),
     "average-then-step": ((_AVERAGE, "{optimizer}.step()\n"), ("group", "param")),
     "average-then-step-args": ((_AVERAGE, "{optimizer}.step(**{optimizer_args})\n"), ("group", "param")),
 }
