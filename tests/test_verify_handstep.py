@@ -95,7 +95,7 @@ def work(index, scale):
 
 
 if __name__ == "__main__":
-    xmp.spawn(work, args=(2,), start_method="fork")
+    xmp.spawn(lambda i, s: work(i, s), args=(2,), start_method="fork")
 '''
 FINISHED = '''\
 import json
@@ -110,14 +110,14 @@ if __name__ == "__main__":
     work(0, 2)
 '''
 PATCH = """\
-Finishes XLA601 (a forking xmp.spawn, which the engine leaves) by calling the worker once,
+Finishes XLA601 (a forking xmp.spawn of a lambda, which the engine leaves) by calling the worker once,
 and drops the import it kept.
 --- a/main.py
 +++ b/main.py
 @@ -3 +2,0 @@
 -import torch_xla.distributed.xla_multiprocessing as xmp
 @@ -11 +10 @@
--    xmp.spawn(work, args=(2,), start_method="fork")
+-    xmp.spawn(lambda i, s: work(i, s), args=(2,), start_method="fork")
 +    work(0, 2)
 """
 
