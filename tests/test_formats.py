@@ -149,7 +149,8 @@ def _mp_fn(index):
 if __name__ == "__main__":
     xmp.spawn(_mp_fn, args=())
 '''
-FORKED = SPAWNED.replace("args=())", 'args=(), start_method="fork")')
+# A forked launch of a lambda: a spawn could not import it, so the launch stays torch_xla's.
+FORKED = SPAWNED.replace("xmp.spawn(_mp_fn, args=())", 'xmp.spawn(lambda index: _mp_fn(index), args=(), start_method="fork")')
 
 
 def test_migration_report_gives_each_program_a_verdict(invoke, tmp_path: Path) -> None:
