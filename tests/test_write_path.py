@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,18 @@ def test_an_unwritable_folder_is_reported_and_the_run_goes_on(invoke, tmp_path: 
     assert (tmp_path / "b.py").read_text() == MIGRATED
 
 
+@pytest.fixture
+def interruptible() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt, as in a terminal: a suite started in the background
+    of a non-interactive shell inherits SIGINT ignored, where no interrupt would arrive."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("interruptible")
 def test_signals_are_held_then_delivered() -> None:
     with pytest.raises(KeyboardInterrupt):
         with signals_held():
@@ -149,6 +162,7 @@ def test_signals_are_held_then_delivered() -> None:
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
+@pytest.mark.usefixtures("interruptible")
 def test_an_interrupt_during_a_write_completes_it_and_cleans_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "a.py"
     target.write_text(LEGACY)
