@@ -430,11 +430,20 @@ def is_main(node: ast.stmt) -> bool:
 
 
 def _script_code(node: ast.stmt, scan: _Scan) -> bool:
-    """A top-level statement that does work when the module runs: a call, a loop, a `with`,
-    or an assignment from a torch_xla call (`device = xm.xla_device()`). Library modules bind
-    names at import time (`logger = logging.getLogger(...)`) but do not run torch_xla."""
+    """A top-level statement that does work when the module runs: a call of the module's own
+    code (`train()`, `trainer.fit()`, `print(...)`), a loop, a `with`, or a torch_xla call,
+    also as the value of an assignment (`device = xm.xla_device()`). Library modules bind
+    names and configure libraries at import time (`logger = logging.getLogger(...)`,
+    `warnings.filterwarnings(...)`, `sys.path.append(...)`): calls of an imported module
+    other than torch_xla say nothing of how the module's processes start."""
     if isinstance(node, ast.Expr):
-        return isinstance(node.value, (ast.Call, ast.Await))
+        value = node.value
+        if isinstance(value, ast.Await):
+            return True
+        if not isinstance(value, ast.Call):
+            return False
+        qualname = scan.resolve(value.func)
+        return qualname is None or qualname.startswith("torch_xla")
     if isinstance(node, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith)):
         return True
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
