@@ -88,7 +88,7 @@ def _holds(condition: Condition, site: Site) -> bool:
     elif base == "target":
         result = site.target == condition.arg
     elif base == "file-contains":
-        result = condition.arg in site.source
+        result = _file_holds(condition.arg, site.source, False)
     elif base == "value":
         result = site.value == condition.value
     elif base == "unused":
@@ -100,7 +100,7 @@ def _holds(condition: Condition, site: Site) -> bool:
     elif base == "name":
         result = matches_any(site.name, condition.arg.split("|"))
     elif base == "file-matches":
-        result = _regex(condition.arg).search(site.source) is not None
+        result = _file_holds(condition.arg, site.source, True)
     elif base == "store":
         result = site.store
     elif base == "tensor":
@@ -133,6 +133,14 @@ def _holds(condition: Condition, site: Site) -> bool:
 @functools.lru_cache(maxsize=256)
 def _regex(text: str) -> re.Pattern[str]:
     return re.compile(text, re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_holds(text: str, source: str, regex: bool) -> bool:
+    """Whether the file's source holds `text` (a pattern when `regex`): asked once per file
+    and condition, not once per site, which made a file's cost grow with sites × size. The
+    source's hash is cached by the string, and a hit compares it by identity first."""
+    return _regex(text).search(source) is not None if regex else text in source
 
 
 def choose(cases: Sequence[Case], site: Site) -> Case:

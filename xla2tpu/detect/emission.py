@@ -55,7 +55,7 @@ class Speller:
         seen: set[str] = set()
         walk: Scope | None = self.scope
         while walk is not None:
-            for name in walk.bindings:
+            for name in walk.imports:  # a name bound otherwise has no target (`lookup` is None)
                 if name in seen:
                     continue
                 seen.add(name)

@@ -10,7 +10,7 @@ OTHER = "<other>"
 
 
 class Scope:
-    __slots__ = ("parent", "is_class", "is_comprehension", "bindings", "declared", "reads")
+    __slots__ = ("parent", "is_class", "is_comprehension", "bindings", "declared", "reads", "_imports")
 
     def __init__(self, parent: Scope | None, is_class: bool = False, is_comprehension: bool = False) -> None:
         self.parent = parent
@@ -21,6 +21,7 @@ class Scope:
         # Names declared `global` (True) or `nonlocal` (False): bound in another scope.
         self.declared: dict[str, bool] = {}
         self.reads: set[str] = set()  # names read here (filled by UseResolver only)
+        self._imports: dict[str, str] | None = None  # `imports`, computed when first asked
 
     @property
     def is_function(self) -> bool:
@@ -36,6 +37,17 @@ class Scope:
                 scope.bind(name, target)
             return
         self.bindings.setdefault(name, set()).add(target)
+        self._imports = None
+
+    @property
+    def imports(self) -> dict[str, str]:
+        """The names this scope binds by an import alone, with what each imports: the only
+        bindings a qualified name can be spelled with (an emitted name asks each scope around
+        it, so this stays as small as the scope's imports however many functions it defines)."""
+        if self._imports is None:
+            self._imports = {name: next(iter(found)) for name, found in self.bindings.items()
+                             if len(found) == 1 and OTHER not in found}
+        return self._imports
 
     def owner(self, name: str) -> Scope | None:
         """The scope whose binding of `name` a read here reaches (Python's rules: class
