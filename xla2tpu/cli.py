@@ -29,6 +29,7 @@ from xla2tpu.run.workflow import Outcome, file_settings, process, run, settings_
 
 if TYPE_CHECKING:
     from xla2tpu.report.baseline import Baseline
+    from xla2tpu.report.plan import Plan
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SUMMARY_LIMIT = 1024 * 1024  # GitHub shows no job summary over 1 MiB
@@ -312,11 +313,19 @@ def _reports(paths: tuple[Path, ...], outcome: Outcome, written: set[str], catal
              earlier: Baseline | None) -> None:
     """Build the plan once and write each report asked for; on GitHub Actions the plan
     (not the per-file detail) goes to the job summary too."""
-    from xla2tpu.report import baseline, html, migration, plan as plan_mod
+    from xla2tpu.report import baseline, plan as plan_mod
 
     plan = plan_mod.build(outcome.results, outcome.files, written, catalogue, dry_run)
     if earlier is not None:
         plan = dataclasses.replace(plan, delta=baseline.compare(earlier, plan))
+    _write_plan(plan, paths, catalogue)
+
+
+def _write_plan(plan: Plan, paths: tuple[Path, ...], catalogue: Catalogue) -> None:
+    """Each report asked for, in the format its suffix names; on GitHub Actions the plan
+    (not the per-file detail) goes to the job summary too."""
+    from xla2tpu.report import baseline, html, migration
+
     for path in paths:
         suffix = path.suffix.lower()
         if suffix in (".html", ".htm"):
@@ -384,6 +393,30 @@ def explain(code: str) -> None:
     from xla2tpu.catalogue.docs import render_rule
 
     click.echo(render_rule(rule))
+
+
+@main.group()
+def report() -> None:
+    """Work with migration reports (`fix --report FILE.json`)."""
+
+
+@report.command("merge")
+@click.argument("reports", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--report", "report_paths", multiple=True, required=True,
+              type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+              help="Where to write the merged plan: Markdown, `-` for standard output, `.html` for one page, `.json` for a report a later merge or --baseline reads. Repeat for several. On GitHub Actions the plan is also appended to the job summary.")
+def merge_reports(reports: tuple[Path, ...], report_paths: tuple[Path, ...]) -> None:
+    """Merge the JSON reports of shards (`--shard K/N`) or repositories into one plan."""
+    from xla2tpu.report.merge import MergeError, merge
+
+    catalogue = catalogue_mod.load()
+    if sum(1 for path in report_paths if str(path) == "-") > 1:
+        _fail("`--report -` can be given once")
+    try:
+        plan = merge(reports, catalogue)
+    except MergeError as exc:
+        _fail(str(exc))
+    _write_plan(plan, report_paths, catalogue)
 
 
 def _register_verify() -> None:

@@ -76,20 +76,27 @@ def render(plan: Plan) -> str:
     return json.dumps(document(plan), indent=1, ensure_ascii=False) + "\n"
 
 
-def load(path: Path) -> Baseline:
-    """The baseline in `path`, or BaselineError saying what is wrong with it."""
+def read(path: Path, role: str = "baseline") -> dict:
+    """The JSON report in `path` (read as a `role`: "baseline", "report"), or BaselineError
+    saying what is wrong with it."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise BaselineError(f"{path}: cannot read the baseline: {exc.strerror or exc}") from None
+        raise BaselineError(f"{path}: cannot read the {role}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
-        raise BaselineError(f"{path}: the baseline is not UTF-8 text") from None
+        raise BaselineError(f"{path}: the {role} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise BaselineError(f"{path}: the baseline is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise BaselineError(f"{path}: the {role} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise BaselineError(f"{path}: not a migration report: write one with `xla2tpu fix --report FILE.json`")
     if data.get("format") != FORMAT:
         raise BaselineError(f"{path}: a migration report in format {data.get('format')!r}; this xla2tpu reads format {FORMAT}")
+    return data
+
+
+def load(path: Path) -> Baseline:
+    """The baseline in `path`, or BaselineError saying what is wrong with it."""
+    data = read(path)
     try:
         figures = {name: int(data["figures"][name]) for name in FIGURES}
         states: dict[str, str] = {}

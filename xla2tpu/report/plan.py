@@ -247,6 +247,12 @@ class Plan:
 
 def build(results: Sequence[FileResult], files_scanned: int, written: set[str], catalogue: Catalogue, dry_run: bool) -> Plan:
     """The plan of a fix run: `written` holds the files it rewrote (or, with --diff, would)."""
+    states, programs = _states(results, written, catalogue)
+    return assemble(states, programs, files_scanned, catalogue, dry_run)
+
+
+def _states(results: Sequence[FileResult], written: set[str], catalogue: Catalogue) -> tuple[list[FileState], list[Program]]:
+    """Each file's state after the fix, and the programs among them."""
     import_rules = frozenset(rule.code for rule in catalogue.rules if rule.kind == "import")
     states: list[FileState] = []
     programs: list[Program] = []
@@ -262,11 +268,28 @@ def build(results: Sequence[FileResult], files_scanned: int, written: set[str], 
         left = tuple(_legacy_imports(result.path, text)) if text is not None else ()
         codes = _blockers(todo, left, import_rules)
         migrated = not (todo or left or result.error)
-        held = tuple(c for c in codes if _all_held([d for d in todo if d.code == c]))
+        held = held_blockers(codes, todo)
         states.append(FileState(result.path, MIGRATED if migrated else BLOCKED, done, todo, left, codes, result.error, held))
         if not result.error and text is not None and _MAIN.search(text) is not None:
-            launched = any(d.code == _LAUNCH for d in done)
-            programs.append(Program(result.path, left, todo, codes, launched))
+            programs.append(Program(result.path, left, todo, codes, launched(done)))
+    return states, programs
+
+
+def held_blockers(codes: Iterable[str], todo: Sequence[Diagnostic]) -> tuple[str, ...]:
+    """The blockers whose findings all wait for the file's torch_xla launch to be migrated."""
+    return tuple(c for c in codes if _all_held([d for d in todo if d.code == c]))
+
+
+def launched(done: Iterable[Diagnostic]) -> bool:
+    """Whether the fixes include the migrated launch (XLA601)."""
+    return any(d.code == _LAUNCH for d in done)
+
+
+def assemble(states: Sequence[FileState], programs: Sequence[Program], files_scanned: int, catalogue: Catalogue,
+             dry_run: bool) -> Plan:
+    """The plan of files in these states (by path): the figures, the ranked blockers, the
+    folders and programs. A run builds it from its results; `report merge` from the JSON
+    reports of several runs (shards, repositories)."""
     with_idioms = [s for s in states if s.state != UNREADABLE]
     fixed: Counter[FixClass] = Counter(d.fix for s in with_idioms for d in s.done)
     still: Counter[FixClass] = Counter(d.fix for s in with_idioms for d in s.todo)
