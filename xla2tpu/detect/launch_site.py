@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from xla2tpu.detect.values import tuple_items
+from xla2tpu.detect.conditions import literal
+from xla2tpu.detect.values import MISSING, tuple_items
 from xla2tpu.project.facts import Fact, Facts
 from xla2tpu.sources.notebook_cells import BOUNDARY
+from xla2tpu.trees.names import last_name
 
 if TYPE_CHECKING:
     from xla2tpu.detect.found import Found
@@ -87,24 +89,25 @@ def launchable(args: Mapping[str, ast.AST], whole_statement: bool, tree: ast.Mod
     fn = args.get("fn")
     if not whole_statement or fn is None:
         return False
-    if function is not None and _forked_target(tree, function):
+    nodes = list(ast.walk(tree))
+    if function is not None and _forked_target(nodes, function):
         return False  # run in a forked child, where TorchTPU refuses the device
-    if _unseen_program(tree, fn):
+    if _unseen_program(nodes, fn):
         return False
     start = args.get("start_method")
     if start is not None and not (isinstance(start, ast.Constant) and start.value == "spawn"):
-        if not (isinstance(start, ast.Constant) and start.value == "fork" and _spawnable(tree, fn, lines)):
+        if not (isinstance(start, ast.Constant) and start.value == "fork" and _spawnable(tree, nodes, fn, lines)):
             return False  # a start chosen at run time, or a fork spawn could not redo
     launch_args = args.get("args")
     if launch_args is not None and tuple_items(launch_args) is None and not isinstance(launch_args, (ast.Name, ast.Attribute)):
         return False
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    calls = [node for node in nodes if isinstance(node, ast.Call)]
     if sum(1 for call in calls if _launch(call, resolve)) != 1:
         return False  # one worker function per file, one launch to hand it to
-    return _own_groups_guardable(tree, lines, sum(1 for call in calls if _tail(call) == _PROCESS_GROUP))
+    return _own_groups_guardable(nodes, lines, sum(1 for call in calls if last_name(call.func) == _PROCESS_GROUP))
 
 
-def _spawnable(tree: ast.Module, fn: ast.AST, lines: Sequence[str]) -> bool:
+def _spawnable(tree: ast.Module, nodes: Sequence[ast.AST], fn: ast.AST, lines: Sequence[str]) -> bool:
     """Whether a `fork` launch can be a spawn (TorchTPU refuses the device in a forked child):
     `fn` is a function the module defines at its top (a spawned worker imports it by name),
     the module is a script, not a notebook (whose functions a spawned worker cannot import),
@@ -112,21 +115,21 @@ def _spawnable(tree: ast.Module, fn: ast.AST, lines: Sequence[str]) -> bool:
     defined = isinstance(fn, ast.Name) and any(
         isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.id for node in tree.body)
     notebook = any(BOUNDARY.split("{}")[0] in line for line in lines)
-    shared = any(isinstance(node, ast.Attribute) and node.attr == "MpModelWrapper" for node in ast.walk(tree))
+    shared = any(isinstance(node, ast.Attribute) and node.attr == "MpModelWrapper" for node in nodes)
     return defined and not notebook and not shared
 
 
-def _forked_target(tree: ast.Module, function: str) -> bool:
+def _forked_target(nodes: Sequence[ast.AST], function: str) -> bool:
     """Whether `function` is the target of a `Process(target=...)` made in the module: with
     the default start method on Linux that child is forked, and TorchTPU forbids the device
     (and so its launch) in a forked process; torch_xla's launch ran there."""
-    return any(isinstance(node, ast.Call) and _tail(node) == "Process"
+    return any(isinstance(node, ast.Call) and last_name(node.func) == "Process"
                and any(k.arg == "target" and isinstance(k.value, ast.Name) and k.value.id == function
                        for k in node.keywords)
-               for node in ast.walk(tree))
+               for node in nodes)
 
 
-def _unseen_program(tree: ast.Module, fn: ast.AST) -> bool:
+def _unseen_program(nodes: Sequence[ast.AST], fn: ast.AST) -> bool:
     """Whether `fn` is a function of a module imported at run time by name
     (`mod = importlib.import_module(name)`; `mod.entry`) other than the `_mp_fn` convention:
     what that program does (its own process group, say) cannot be seen here. `_mp_fn`
@@ -135,31 +138,26 @@ def _unseen_program(tree: ast.Module, fn: ast.AST) -> bool:
         return False
     name = fn.value.id
     return any(isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-               and _tail(node.value) == "import_module"
+               and last_name(node.value.func) == "import_module"
                and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)
-               for node in ast.walk(tree))
-
-
-def _tail(call: ast.Call) -> str | None:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+               for node in nodes)
 
 
 def _launch(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> bool:
     """A torch_xla launch, or a call spelled like one whose name the module does not bind
     (imported inside a function): counted, so a second launch is never missed."""
-    if _tail(call) not in _LAUNCHER_TAILS:
+    if last_name(call.func) not in _LAUNCHER_TAILS:
         return False
     qualname = resolve(call.func)
     return qualname is None or qualname in LAUNCHERS
 
 
-def _own_groups_guardable(tree: ast.Module, lines: Sequence[str], calls: int) -> bool:
+def _own_groups_guardable(nodes: Sequence[ast.AST], lines: Sequence[str], calls: int) -> bool:
     """Whether every `init_process_group` call of the program (`calls` of them) is a statement
     alone on its lines with torch_xla's backend and init method, which XLA603 guards
     (`if not is_initialized(): init_process_group("tpu")`) once the worker made the group."""
-    statements = [node for node in ast.walk(tree) if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
-                  and _tail(node.value) == _PROCESS_GROUP]
+    statements = [node for node in nodes if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                  and last_name(node.value.func) == _PROCESS_GROUP]
     return len(statements) == calls and all(_xla_group(s.value) and _alone(s, lines) for s in statements)
 
 
@@ -177,11 +175,12 @@ def _alone(statement: ast.stmt, lines: Sequence[str]) -> bool:
     return not before.strip() and (not after.strip() or after.strip().startswith("#"))
 
 
-def single_process_choice(args: Mapping[str, ast.AST]) -> ast.AST | None:
-    """`debug_single_process=<expr>` decided at run time (`FLAGS.num_cores == 1`): torch_xla
-    ran `fn(0, *args)` in this process when it held; a literal is decided by the cases."""
+def single_process_choice(args: Mapping[str, Any]) -> Any:
+    """`debug_single_process=<expr>` decided at run time (`FLAGS.num_cores == 1`), on either
+    tree (the detector's and the transform's agree): torch_xla ran `fn(0, *args)` in this
+    process when it held; a literal (None here) is decided by the cases."""
     choice = args.get("debug_single_process")
-    return None if choice is None or isinstance(choice, ast.Constant) else choice
+    return None if choice is None or literal(choice) is not MISSING else choice
 
 
 def nprocs_kept(nprocs: ast.AST | None) -> bool:

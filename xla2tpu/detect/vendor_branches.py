@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 import re
 
+from xla2tpu.trees.names import last_name
+
 # The availability probes of AWS Neuron in Transformers, Accelerate and Optimum
 # (`is_neuron_available`, `is_torch_neuronx_available`, `is_torch_neuroncore_available`, ...).
 _PROBE = re.compile(r"is_\w*neuron\w*_available")
@@ -29,8 +31,7 @@ def _probes(test: ast.expr) -> bool:
         return any(_probes(value) for value in test.values)
     if not isinstance(test, ast.Call):
         return False
-    name = test.func.attr if isinstance(test.func, ast.Attribute) else test.func.id if isinstance(test.func, ast.Name) else ""
-    return _PROBE.fullmatch(name) is not None
+    return _PROBE.fullmatch(last_name(test.func) or "") is not None
 
 
 def skipped_lines(tree: ast.Module) -> list[tuple[int, int]]:

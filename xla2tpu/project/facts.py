@@ -50,6 +50,9 @@ VALUES: dict[str, tuple[str, ...]] = {
     "transformers": ("old", "new", "unknown"),
 }
 
+# The reason a module's `processes=spawn` starts with when it comes from `def _mp_fn`: the
+# project model hands such a module the launch of its `xla_spawn.py`-style launcher.
+ENTRY = "defines `_mp_fn`"
 _XLA_LAUNCH = ("torch_xla.distributed.xla_multiprocessing.spawn", "torch_xla.launch", "torch_xla.torch_xla.launch")
 _TORCH_LAUNCH = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes")
 _PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
@@ -315,7 +318,7 @@ class _Scan:
         if isinstance(statement, ast.FunctionDef) and statement.name == "_mp_fn":
             # The entry point torch_xla's launcher scripts (`xla_spawn.py`, `xla_dist`) import
             # and start in every process: the module runs under a launch of another file.
-            self.note("entry-spawn", statement, "defines `_mp_fn`, which torch_xla launchers (`xla_spawn.py`) start in every process")
+            self.note("entry-spawn", statement, f"{ENTRY}, which torch_xla launchers (`xla_spawn.py`) start in every process")
         todo = deque([statement])
         while todo:  # breadth first: a node comes before its children
             node = todo.popleft()

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from xla2tpu.project.canonical import PROJECT, Canonicaliser
-from xla2tpu.project.facts import Fact, Facts
+from xla2tpu.project.facts import ENTRY, Fact, Facts
 from xla2tpu.sources.files import FileProblem, read
 from xla2tpu.project.module_summary import Definition, Import, Site, Summary, light, summarise
 from xla2tpu.sources.prefilter import holds_token
@@ -41,7 +41,6 @@ _DEPTH = 12  # re-export chains longer than this are not followed (a cycle, or n
 # Processes that run in a process group: one the program creates, or the one every worker of
 # its migrated launch joins (a program's fact once its own run settled it).
 GROUPED = ("process-group", "launched")
-ENTRY = "defines `_mp_fn`"  # the reason of a module's facts that xla_spawn.py-style launchers start it (facts.py)
 
 
 def find_root(paths: Iterable[Path]) -> Path:

@@ -22,6 +22,7 @@ from xla2tpu.project.facts import compute as compute_facts
 from xla2tpu.project.facts import is_main
 from xla2tpu.sources.prefilter import may_hold_idiom
 from xla2tpu.project.canonical import Canonicaliser
+from xla2tpu.trees.names import last_name
 
 # A string that names the torch_xla package: `find_spec("torch_xla")`, `RequirementCache("torch_xla>=2.1")`.
 _PACKAGE = re.compile(r"\btorch[_-]xla\b")
@@ -350,22 +351,18 @@ def _backends(tree: ast.Module, lines: list[str]) -> tuple[tuple[Site, ...], tup
     values: list[Site] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            callee = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id if isinstance(node.func, ast.Name) else ""
+            callee = last_name(node.func) or ""
             if callee in _PROCESS_GROUP:
                 backend = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg in ("backend", "dist_backend")), None)
-                name = _last_name(backend) if backend is not None else None
+                name = last_name(backend) if backend is not None else None
                 if name is not None:
                     handed.append(_site(name, backend, lines))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant) and node.value.value == "xla":
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                name = _last_name(target)
+                name = last_name(target)
                 if name is not None:
                     values.append(_site(name, node.value, lines))
     return tuple(handed), tuple(values)
-
-
-def _last_name(node: ast.expr) -> str | None:
-    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
 
 
 def _site(name: str, node: ast.expr, lines: list[str]) -> Site:

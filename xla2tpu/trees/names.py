@@ -15,3 +15,8 @@ def dotted_name(node: ast.AST) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def last_name(node: ast.AST) -> str | None:
+    """`c` of `a.b.c` or of `c`: the name a callee or a value is known by, else None."""
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None

@@ -72,8 +72,8 @@ def tpu_launch(site: CallSite) -> Rewrite | None:
         rewrite.imports |= joined.imports
         call = _call(fn, [render_expression(site, local_rank, imports)], passed)
         branches.append((test, [*joined.statements, cst.SimpleStatementLine([cst.Expr(call)])]))  # type: ignore[list-item]
-    choice = site.args.get("debug_single_process")
-    if choice is not None and not _literal(choice):
+    choice = launch_site.single_process_choice(site.args)
+    if choice is not None:
         # Chosen at run time: torch_xla ran `fn(0, *args)` in this process when it held. The
         # worker runs it here as the one member of its own group, so the rank, world size
         # and collective rewrites read the same group whichever way the program goes.
@@ -96,7 +96,3 @@ def _call(func: cst.BaseExpression, first: list[cst.BaseExpression], passed: lis
     """`func(*first, *passed)`, the launch's own arguments passed as they were given."""
     return cst.Call(func, [*(cst.Arg(a) for a in first),
                            *(cst.Arg(e.value, star="*" if isinstance(e, cst.StarredElement) else "") for e in passed)])
-
-
-def _literal(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Integer) or isinstance(node, cst.Name) and node.value in ("True", "False", "None")
