@@ -33,7 +33,7 @@ from xla2tpu.trees.blocks import first_line
 from xla2tpu.catalogue.rules import Case
 from xla2tpu.detect.conditions import message_of
 from xla2tpu.detect import call_shapes, env_access_site, launch_site, loader_site, profiler_site, rate_tracker_site
-from xla2tpu.detect.import_sites import ImportSite, decide, holds_only
+from xla2tpu.detect.import_sites import ImportSite, decide, fallback_only
 from xla2tpu.trees.names import dotted_name
 from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.scopes import FUNCTIONS, SCOPED, Scopes
@@ -334,7 +334,7 @@ class Leftovers:
         elif isinstance(owner, _TRY) and self._empty(owner.body):  # only once the imports are decided
             if owner.orelse or owner.finalbody:
                 raise _CannotTell  # they stay, as plain statements
-            if all(holds_only(handler.body) for handler in owner.handlers):
+            if all(fallback_only(handler.body) for handler in owner.handlers):
                 self._delete(owner, chain[:-1], scope)  # an emptied `try:` cannot raise
         # Anything else emptied keeps `pass`.
 

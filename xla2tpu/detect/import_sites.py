@@ -8,19 +8,27 @@ rewritten, detect/after_fixes.py does."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from xla2tpu.trees.blocks import blocks, catches_import_error
 from xla2tpu.project.canonical import Canonicaliser
 from xla2tpu.catalogue.rules import Case, Rule
 from xla2tpu.detect.conditions import Site, applies, choose
-from xla2tpu.detect.scopes import FUNCTIONS, Scopes, from_module
+from xla2tpu.detect.scopes import FUNCTIONS, Scopes, from_module, none_assignment
 from xla2tpu.detect.vendor_branches import other_vendor_branch
 from xla2tpu.project.facts import Facts
 from xla2tpu.catalogue.index import RuleIndex
 from xla2tpu.project.scope import Scope
 
+
+
+# What a `try:` around an import is (`guard_decides`): True when its imports decide what it
+# does, FALLBACKS when they do only while code reads their names (its handlers only set
+# them to None: `except ImportError: xm = None`), False when they never do; None marks a
+# function body, whose imports run later, outside the `try:` around it.
+FALLBACKS = "fallbacks"
+Guard = bool | str | None
 
 
 @dataclass(frozen=True)
@@ -30,7 +38,7 @@ class ImportSite:
     bound: str  # the name it binds
     alias: ast.alias  # reported here
     scope: Scope  # where it binds
-    guarded: bool
+    guarded: Guard
     top_level: bool  # not inside a function
     statement: ast.Import | ast.ImportFrom = field(compare=False)
     block: Sequence[ast.stmt] = field(compare=False)  # the statements the import is one of
@@ -59,14 +67,14 @@ def import_sites(tree: ast.Module, scopes: Scopes, index: RuleIndex) -> list[Imp
 
 # A module-level generator, not a closure calling itself: that closure would be a reference
 # cycle holding the file's whole tree until the cyclic collector ran (docs/performance.md).
-def _sites(body: Sequence[ast.AST], guards: tuple[bool | None, ...], depth: int, chain: tuple[ast.AST, ...],
+def _sites(body: Sequence[ast.AST], guards: tuple[Guard, ...], depth: int, chain: tuple[ast.AST, ...],
            scopes: Scopes, index: RuleIndex, binds_in: dict[int, Scope]) -> Iterator[ImportSite]:
     for node in body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for qualname, bound, alias in aliases(node, scopes.canonical):
                 rule = index.imports.find(qualname)
                 if rule is not None:
-                    yield ImportSite(rule, qualname, bound, alias, binds_in[id(node)], _guarded(guards), depth == 0,
+                    yield ImportSite(rule, qualname, bound, alias, binds_in[id(node)], innermost_guard(guards), depth == 0,
                                      node, body, chain)
         elif isinstance(node, FUNCTIONS):  # its imports run later, outside any `try:`
             yield from _sites(node.body, (*guards, None), depth + 1, (*chain, node), scopes, index, binds_in)
@@ -84,32 +92,50 @@ def _sites(body: Sequence[ast.AST], guards: tuple[bool | None, ...], depth: int,
                     yield from _sites(block, guards, depth, (*chain, node), scopes, index, binds_in)
 
 
-def _guarded(guards: tuple[bool | None, ...]) -> bool:
+def innermost_guard(guards: Sequence[Guard]) -> Guard:
+    """The guard an import is under: the innermost `try:` whose imports decide anything."""
     for guard in reversed(guards):
         if guard is None:
             return False
         if guard:
-            return True
+            return guard
     return False
 
 
-def guard_decides(handlers_inert: Sequence[bool], body_only_imports: bool, has_else: bool) -> bool:
+
+def guard_decides(handlers_inert: Sequence[bool], handlers_fallbacks: Sequence[bool], body_only_imports: bool,
+                  has_else: bool) -> Guard:
     """Whether the imports in a `try:` body decide what it does: an ImportError handler runs
     when one fails, so removing one makes the block always take its success path.
-    `handlers_inert`: for each handler that catches ImportError, whether it only passes.
+    `handlers_inert`: for each handler that catches ImportError, whether it only passes;
+    `handlers_fallbacks`: whether it only passes or sets the imports' names to None.
 
     Not when the body holds nothing but imports and every such handler only passes: then
-    removing an import changes nothing the block does. The same judgment for either tree:
-    here on the code as written, in the import pass on the code the fixes leave.
+    removing an import changes nothing the block does; FALLBACKS when they only set the
+    names to None, which matters only while they are read. The same judgment for either
+    tree: here on the code as written, in the import pass on the code the fixes leave.
     """
-    return bool(handlers_inert) and not (body_only_imports and not has_else and all(handlers_inert))
+    only_imports = body_only_imports and not has_else
+    if not handlers_inert or only_imports and all(handlers_inert):
+        return False
+    return FALLBACKS if only_imports and all(handlers_fallbacks) else True
 
 
-def decides_import_guard(node: ast.Try) -> bool:
+def decides_import_guard(node: ast.Try) -> Guard:
     """guard_decides, judged on the code as written."""
     handlers = [h for h in node.handlers if catches_import_error(h)]
-    return guard_decides([holds_only(h.body) for h in handlers], holds_only(node.body, (ast.Import, ast.ImportFrom)),
-                         bool(node.orelse))
+    bound = {alias.asname or alias.name.split(".")[0] for statement in node.body
+             if isinstance(statement, (ast.Import, ast.ImportFrom)) for alias in statement.names}
+    return guard_decides([holds_only(h.body) for h in handlers], [fallback_only(h.body, bound) for h in handlers],
+                         holds_only(node.body, (ast.Import, ast.ImportFrom)), bool(node.orelse))
+
+
+def fallback_only(body: Sequence[ast.stmt], names: Container[str] | None = None) -> bool:
+    """The block holds only what `holds_only` allows and `x = None` for names of `names`
+    (any with None): the fallback a guard gives the names its imports bind (`except
+    ImportError: xm = pl = None`), which only matters to code that reads them."""
+    return all(holds_only([node]) or (none_assignment(node) and (names is None or all(
+        target.id in names for target in node.targets))) for node in body)  # type: ignore[attr-defined]
 
 
 def holds_only(body: Sequence[ast.stmt], kinds: tuple[type[ast.stmt], ...] = ()) -> bool:
@@ -122,10 +148,11 @@ def holds_only(body: Sequence[ast.stmt], kinds: tuple[type[ast.stmt], ...] = ())
     )
 
 
-def decide(site: ImportSite, unused: bool, guarded: bool, top_level: bool, target: str, source: str,
+def decide(site: ImportSite, unused: bool, guard: Guard, top_level: bool, target: str, source: str,
            facts: Facts) -> Case | None:
     """The case of the import's rule at `site`; None when the rule's own `when` rules it out.
-    `unused` and `guarded` are judged on the code as the fixes leave it: made (rewrite/import_pass.py),
+    `unused` and `guard` are judged on the code as the fixes leave it: made (rewrite/import_pass.py),
     or told on the ast (detect/after_fixes.py)."""
+    guarded = guard is True or guard == FALLBACKS and not unused
     condition = Site(target=target, source=source, unused=unused, guarded=guarded, top_level=top_level, facts=facts)
     return choose(site.rule.cases, condition) if applies(site.rule, condition) else None

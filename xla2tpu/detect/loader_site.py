@@ -18,6 +18,7 @@ import ast
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 
+from xla2tpu.trees.blocks import blocks
 from xla2tpu.trees.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, SCOPED
 from xla2tpu.detect.values import tuple_items
@@ -57,7 +58,7 @@ def makeable(module: Module, call: ast.Call, args: dict, parents: Parents) -> tu
     if args.get("loader") is None or args.get("device") is None:
         return False, ()
     try:
-        targets = _batch_moves(module, call, parents[:-1])
+        targets = _batch_moves(module, call, parents[:-1], args["device"])
     except Undecided:
         return None
     return _spelled(targets)
@@ -83,7 +84,7 @@ def parallel_makeable(module: Module, call: ast.Call, args: dict, parents: Paren
         uses = _per_device_uses(module, call, parents[:-1])
         targets: list[ast.AST] | None = None if uses is None else []
         for outer, outer_parents in uses or ():
-            moved = _batch_moves(module, outer, outer_parents)
+            moved = _batch_moves(module, outer, outer_parents, items[0])
             if moved is None:
                 targets = None
                 break
@@ -126,7 +127,7 @@ def _per_device_uses(module: Module, call: ast.Call, parents: Parents) -> list[t
     return calls or None
 
 
-def _batch_moves(module: Module, node: ast.AST, parents: Parents) -> list[ast.AST] | None:
+def _batch_moves(module: Module, node: ast.AST, parents: Parents, device: ast.AST) -> list[ast.AST] | None:
     """loaders._batch_moves: the batch targets of every loop consuming `node` (whose
     ancestors are `parents`), each one the moves can be written for; None if not."""
     callee = _callee_parameter(module, node, parents)
@@ -136,9 +137,13 @@ def _batch_moves(module: Module, node: ast.AST, parents: Parents) -> list[ast.AS
     if found is None or not (found[0] or found[1]):
         return None
     loops, callees = found
-    targets = [target for _, target in loops]
-    for callee in callees:
-        moved = _callee_moves(*callee)
+    if _loop_over(node, parents) is None and not all(_device_bound(device, parents[-2], a) for _, _, a in loops):
+        return None
+    targets = [target for _, target, _ in loops]
+    for function, parameter, call_parents in callees:
+        if not _device_reaches(device, function, call_parents, parents[-2]):
+            return None
+        moved = _callee_moves(function, parameter)
         if moved is None:
             return None
         targets += moved
@@ -150,7 +155,7 @@ def _consumers(module: Module, node: ast.AST, parents: Parents) -> tuple[list, l
     assigned to, and the functions of the module that variable is handed to."""
     loop = _loop_over(node, parents)
     if loop is not None:
-        return [loop], []
+        return [(*loop, parents)], []
     variable = _variable(module, node, parents)
     if variable is None:
         return None
@@ -200,13 +205,66 @@ def _name_uses(region: ast.AST, prefix: Parents, name: str, start: ast.stmt | No
             continue
         loop = _loop_over(node, parents)
         if loop is not None:
-            loops.append(loop)
+            loops.append((*loop, parents))
             continue
         callee = _callee_parameter(handed, node, parents) if handed is not None else None
         if callee is None:
             return None
-        callees.append(callee)
+        callees.append((*callee, parents))
     return loops, callees
+
+
+def _device_bound(device: ast.AST, owner: ast.AST, ancestors: Parents) -> bool:
+    """loaders._device_bound: whether the device the wrapper was given (in a block of
+    `owner`) means the same wherever a loop (one of `ancestors`, which run from the module
+    to below the loop) runs, now that the loop moves its batch there. A wrapper in a branch
+    the loop is not in (`if use_xla: loader = pl.MpDeviceLoader(loader, device)`) leaves
+    other paths that iterate the plain loader: the move is right there only to a variable
+    each of them binds to its own device, not to an expression (`xm.xla_device()`)."""
+    names = {n.id for n in ast.walk(device) if isinstance(n, ast.Name)}
+    if not isinstance(device, (ast.Name, ast.Attribute)) and not any(p is owner for p in ancestors):
+        return False
+    loop = next(p for p in reversed(ancestors) if isinstance(p, (ast.For, ast.AsyncFor)))
+    chain = ancestors[: ancestors.index(loop) + 1]
+    region = next((p for p in reversed(chain) if isinstance(p, FUNCTIONS)), chain[0])
+    chain = chain[chain.index(region):]
+    return all(_bound_at(name, region, chain) for name in names)
+
+
+def _bound_at(name: str, region: ast.AST, chain: Parents) -> bool:
+    """Whether `name` is bound at the last statement of `chain` (its ancestors from `region`
+    down): a parameter, a name `region` never binds (a global, a closure's), or one bound
+    on every path by a statement before it."""
+    if isinstance(region, FUNCTIONS):
+        arguments = region.args
+        if name in {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                    *filter(None, (arguments.vararg, arguments.kwarg)))}:
+            return True
+    if not any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(region)):
+        return True
+    for owner, child in zip(chain, chain[1:]):
+        for block in ([owner.body] if owner is region else blocks(owner)):  # type: ignore[attr-defined]
+            if any(statement is child for statement in block):
+                index = next(i for i, statement in enumerate(block) if statement is child)
+                if any(_binds(statement, name) for statement in block[:index]):
+                    return True
+    return False
+
+
+def _binds(statement: ast.AST, name: str) -> bool:
+    """Whether running `statement` to its end binds `name` on every path through it."""
+    if isinstance(statement, ast.Assign):
+        return any(isinstance(n, ast.Name) and n.id == name for target in statement.targets for n in ast.walk(target))
+    if isinstance(statement, ast.AnnAssign):
+        return statement.value is not None and isinstance(statement.target, ast.Name) and statement.target.id == name
+    if isinstance(statement, (ast.If, ast.Try)) or type(statement).__name__ == "TryStar":
+        paths = [statement.body, statement.orelse] if isinstance(statement, ast.If) else [
+            statement.body + statement.orelse, *(h.body for h in statement.handlers)]  # type: ignore[attr-defined]
+        return all(any(_binds(s, name) for s in path) for path in paths) or any(
+            _binds(s, name) for s in getattr(statement, "finalbody", ()))
+    if isinstance(statement, (ast.With, ast.AsyncWith)):
+        return any(_binds(s, name) for s in statement.body)
+    return False
 
 
 def _before(node: ast.AST, start: ast.stmt) -> bool:
@@ -226,13 +284,26 @@ def _occurrences(root: ast.AST, name: str, prefix: Parents, skip: ast.AST | None
         if node is skip:
             continue
         if isinstance(node, ast.Name):
-            if node.id == name and not (isinstance(parents[-1], ast.Assign) and node in parents[-1].targets):
+            if node.id == name and not _assigned(node, parents):
                 yield node, parents
             continue
         if _spells(node, name):
             yield (("keyword", (*parents, node)) if isinstance(node, ast.keyword) else (None, (*parents, node)))
         below = (*parents, node)
         stack.extend((child, below) for child in reversed(list(children(node))))
+
+
+def _assigned(node: ast.Name, parents: Parents) -> bool:
+    """Whether `node` is stored to by a plain assignment, also through tuples, lists and
+    stars (`dataset, loader, sampler = load()`), as LibCST's `_Uses` reads its targets."""
+    inner: ast.AST = node
+    for parent in reversed(parents):
+        if isinstance(parent, ast.Assign):
+            return inner in parent.targets
+        if not isinstance(parent, (ast.Tuple, ast.List, ast.Starred)) or not isinstance(node.ctx, ast.Store):
+            return False
+        inner = parent
+    return False
 
 
 def _spells(node: ast.AST, name: str) -> bool:
@@ -363,6 +434,43 @@ def _definition_reached(module: Module, function: ast.AST, parents: Parents) -> 
     return False
 
 
+def _device_reaches(device: ast.AST, function: ast.AST, call_parents: Parents, owner: ast.AST) -> bool:
+    """loaders._callee_moves: whether the loops of `function`, which a call (the innermost
+    of `call_parents`) hands the plain loader, can move the batch to the right device: the
+    device is visible there, the call passes it to a parameter, or the wrapper was made in a
+    block of `owner` the call is in, so that "tpu" (the process's one device) is right."""
+    return (any(p is owner for p in call_parents) or _visible(device, function, call_parents)
+            or passed_as(device, function, next(p for p in reversed(call_parents) if isinstance(p, ast.Call))) is not None)
+
+
+def _visible(device: ast.AST, function: ast.AST, call_parents: Parents) -> bool:
+    """loaders._visible: no free name (`torch` aside), or a closure over the caller's variable."""
+    if not isinstance(device, (ast.Name, ast.Attribute)):
+        return not any(isinstance(n, ast.Name) and n.id != "torch" for n in ast.walk(device))
+    caller = next((p for p in reversed(call_parents) if isinstance(p, FUNCTIONS)), None)
+    return caller is None or any(n is function for n in ast.walk(caller) if n is not caller)
+
+
+def passed_as(device: ast.AST, function: ast.AST, call: ast.Call) -> str | None:
+    """The parameter of `function` to which `call` passes an argument spelled as `device`
+    (`eval_on_val(val_loader, model, device)`): the device inside the function."""
+    params = function.args  # type: ignore[attr-defined]
+    spelled = ast.dump(device)
+    positional = [*params.posonlyargs, *params.args]
+    for position, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            return None
+        if ast.dump(argument) == spelled and position < len(positional):
+            return positional[position].arg
+    names = [p.arg for p in (*params.args, *params.kwonlyargs)]
+    for keyword in call.keywords:
+        if keyword.arg is None:
+            return None
+        if keyword.arg in names and ast.dump(keyword.value) == spelled:
+            return keyword.arg
+    return None
+
+
 def _callee_moves(function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str) -> list[ast.AST] | None:
     """loaders._callee_moves: the batch targets of the called function's loops over its
     parameter, when it loops over it and only so."""
@@ -370,7 +478,7 @@ def _callee_moves(function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: s
     found = _name_uses(body, (function,), parameter, None)
     if found is None or not found[0]:
         return None
-    targets = [target for _, target in found[0]]
+    targets = [target for _, target, _ in found[0]]
     return targets if all(map(_move, targets)) else None
 
 

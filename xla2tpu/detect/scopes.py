@@ -64,6 +64,13 @@ def _is_none(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
+def none_assignment(node: ast.AST) -> bool:
+    """`x = None` (or `x = y = None`): plain names set to None. Neither resolver counts it as
+    a read of them or a binding (resolve.py alike): `except ImportError: xm = None` keeps no
+    import alive once nothing else reads `xm`."""
+    return isinstance(node, ast.Assign) and _is_none(node.value) and all(isinstance(t, ast.Name) for t in node.targets)
+
+
 class Scopes:
     """The module's scope and the scope of every node that opens one (by id); in each, the
     names read there as the LibCST pass's UseResolver (resolve.py) counts them: every name
@@ -105,7 +112,8 @@ class Scopes:
                     and not self._reads_definition(node)):
                 continue
             inner = self._bind(node, scope)
-            stack.extend((child, inner) for child in reversed(child_nodes(node)))
+            if not none_assignment(node):
+                stack.extend((child, inner) for child in reversed(child_nodes(node)))
 
     def _bind(self, node: ast.AST, scope: Scope) -> Scope:
         """Record what `node` binds in `scope`; the scope its children are read in."""

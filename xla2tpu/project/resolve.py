@@ -205,6 +205,12 @@ def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
 
+def none_assignment(node: cst.CSTNode) -> bool:
+    """`x = None` (or `x = y = None`): plain names set to None (detect/scopes.none_assignment)."""
+    return (isinstance(node, cst.Assign) and _is_none(node.value)
+            and all(isinstance(target.target, cst.Name) for target in node.targets))
+
+
 def resolve(scope: Scope, node: cst.BaseExpression) -> str | None:
     """The qualified name `node` (a Name/Attribute chain) refers to in `scope`, if imported."""
     return scope.qualify(dotted_name(node))
@@ -249,6 +255,9 @@ class UseResolver(ImportResolver):
     def visit_Name(self, node: cst.Name) -> None:
         # Every other name counts, targets included: an import rebound or deleted is kept.
         self.scope.reads.add(node.value)
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        return not none_assignment(node)  # `xm = None` reads nothing (scopes.none_assignment)
 
     # A quoted annotation (`-> "MpDeviceLoader"`, `Optional["xm.X"]`) names what an
     # `if TYPE_CHECKING:` import binds; type checkers read it at module level.

@@ -13,9 +13,9 @@ from collections.abc import Container, Mapping
 import libcst as cst
 
 from xla2tpu.trees.blocks import IMPORT_ERRORS
-from xla2tpu.detect.import_sites import ImportSite, decide, guard_decides
+from xla2tpu.detect.import_sites import Guard, ImportSite, decide, guard_decides, innermost_guard
 from xla2tpu.project.resolve import UseResolver, dotted_name
-from xla2tpu.rewrite.statements import holds_only
+from xla2tpu.rewrite.statements import fallback_only, holds_only
 from xla2tpu.rewrite.pruner import StatementPruner
 from xla2tpu.rewrite.rewriter import FileContext
 
@@ -43,7 +43,7 @@ class ImportHygiene(StatementPruner):
         # Per `try:` body entered, whether it is an ImportError guard the imports in it decide
         # (judged on the code the fixes left: one whose other statements went no longer is);
         # None marks a function body, whose imports run later, outside the enclosing `try:`.
-        self._guards: list[bool | None] = []
+        self._guards: list[Guard] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         # Imports are statements: expressions and pruned statements cannot hold one.
@@ -84,13 +84,8 @@ class ImportHygiene(StatementPruner):
         self._guards.pop()
         return updated_node
 
-    def _guarded(self) -> bool:
-        for guard in reversed(self._guards):
-            if guard is None:
-                return False
-            if guard:
-                return True
-        return False
+    def _guarded(self) -> Guard:
+        return innermost_guard(self._guards)
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
         return self._clean(updated_node)
@@ -137,11 +132,20 @@ def _catches_import_error(handler: cst.ExceptHandler) -> bool:
     return any((dotted_name(kind) or "").rsplit(".", 1)[-1] in IMPORT_ERRORS for kind in kinds)
 
 
-def decides_import_guard(node: cst.Try) -> bool:
+def decides_import_guard(node: cst.Try) -> Guard:
     """detect.imports.guard_decides, judged on the code the fixes leave."""
     handlers = [h for h in node.handlers if _catches_import_error(h)]
-    return guard_decides([holds_only(h.body) for h in handlers], holds_only(node.body, (cst.Import, cst.ImportFrom)),
-                         node.orelse is not None)
+    bound = {_bound_name(alias) for line in node.body.body if isinstance(line, cst.SimpleStatementLine)
+             for small in line.body if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar)
+             for alias in small.names}
+    return guard_decides([holds_only(h.body) for h in handlers], [fallback_only(h.body, bound) for h in handlers],
+                         holds_only(node.body, (cst.Import, cst.ImportFrom)), node.orelse is not None)
+
+
+def _bound_name(alias: cst.ImportAlias) -> str:
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    return (dotted_name(alias.name) or "").split(".")[0]
 
 
 def _is_import_line(statement: cst.BaseStatement) -> bool:

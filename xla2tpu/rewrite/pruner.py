@@ -25,7 +25,7 @@ import libcst as cst
 from xla2tpu.project.module_summary import PREDICATE
 from xla2tpu.detect.only_reads import MODULE_HOOKS, READERS, STATE_CONTEXTS, TEST_HOOKS
 from xla2tpu.project.resolve import dotted_name
-from xla2tpu.rewrite.statements import holds_only, pass_statement, prune, prune_small
+from xla2tpu.rewrite.statements import fallback_only, holds_only, pass_statement, prune, prune_small
 
 _HOOK_DECORATORS = frozenset({"classmethod", "staticmethod"})
 _INVERSE: dict[type[cst.BaseCompOp], type[cst.BaseCompOp]] = {
@@ -162,7 +162,7 @@ class StatementPruner(cst.CSTTransformer):
     def leave_Try(self, original_node: cst.Try, updated_node: cst.Try) -> cst.Try | cst.FlattenSentinel[cst.BaseStatement]:
         """An emptied `try:` cannot raise: with handlers that do nothing it reduces to its
         `else:` and `finally:` blocks."""
-        if id(updated_node.body) not in self._emptied or not all(holds_only(h.body) for h in updated_node.handlers):
+        if id(updated_node.body) not in self._emptied or not all(fallback_only(h.body) for h in updated_node.handlers):
             return updated_node
         kept = [*_statements(updated_node.orelse.body if updated_node.orelse else None),
                 *_statements(updated_node.finalbody.body if updated_node.finalbody else None)]

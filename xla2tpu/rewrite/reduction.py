@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-from xla2tpu.trees.blocks import Group, groups_of, statements
+from xla2tpu.trees.blocks import Group, blocks, groups_of, statements
 from xla2tpu.detect.positions import line_starts
 
 GAP = "__xla2tpu_gap_"  # the name of a placeholder statement: a source holding it is parsed whole
@@ -114,12 +114,22 @@ def _defined(group: Group) -> set[str]:
 
 
 def assigned_names(group: Group) -> list[str]:
-    """The plain names `group` assigns to (`x = ...`, `x: T = ...`)."""
+    """The plain names `group` assigns to (`x = ...`, `x: T = ...`), also in the blocks of
+    its compound statements (`if use_xla: loader = pl.MpDeviceLoader(...)`), not in the
+    functions and classes it defines: a rewrite of such an assignment edits what reads it."""
     names: list[str] = []
-    for node in group.nodes:
+    for node in _outside_definitions(list(group.nodes)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
         names += [target.id for target in targets if isinstance(target, ast.Name)]
     return names
+
+
+def _outside_definitions(nodes: list[ast.AST]) -> Iterator[ast.AST]:
+    for node in nodes:
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for block in blocks(node):
+                yield from _outside_definitions(block)
 
 
 def _is_docstring(group: Group) -> bool:

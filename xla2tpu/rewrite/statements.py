@@ -15,6 +15,8 @@ from collections.abc import Container, Sequence
 
 import libcst as cst
 
+from xla2tpu.project.resolve import none_assignment
+
 # Words a comment about torch_xla's lazy execution uses: right above a deleted statement,
 # such a comment described it, not the code after it ("# Run the pending graph").
 _XLA_WORDS = frozenset({"xla", "graph", "graphs", "lazy", "pending", "barrier", "rendezvous", "mark_step", "pjrt", "xrt"})
@@ -154,6 +156,22 @@ def holds_only(suite: cst.BaseSuite, kinds: tuple[type[cst.CSTNode], ...] = ()) 
     return all(
         isinstance(small, (cst.Pass, *kinds))
         or (isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString)))
+        for small in smalls
+    )
+
+
+def fallback_only(suite: cst.BaseSuite, names: Container[str] | None = None) -> bool:
+    """The block holds only what `holds_only` allows and `x = None` for names of `names` (any
+    with None): import_sites.fallback_only on LibCST's tree."""
+    if isinstance(suite, cst.SimpleStatementSuite):
+        smalls = list(suite.body)
+    elif all(isinstance(line, cst.SimpleStatementLine) for line in suite.body):
+        smalls = [small for line in suite.body for small in line.body]  # type: ignore[attr-defined]
+    else:
+        return False
+    return all(
+        holds_only(cst.SimpleStatementSuite([small])) or (none_assignment(small) and (names is None or all(
+            target.target.value in names for target in small.targets)))  # type: ignore[attr-defined]
         for small in smalls
     )
 

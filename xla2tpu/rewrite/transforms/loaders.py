@@ -122,15 +122,20 @@ def _batch_moves(
     if not found or not (found[0] or found[1]):
         return None
     loops, callees = found
+    if _loop_over(node, parents) is None:
+        owner = next(p for p in reversed(parents) if isinstance(p, (cst.IndentedBlock, cst.Module)))
+        if not all(_device_bound(device, owner, ancestors) for _, _, ancestors in loops):
+            return None
     edits: list[Edit] = []
     imports: set[str] = set()
+    owner = next(p for p in reversed(parents) if isinstance(p, (cst.IndentedBlock, cst.Module)))
     for callee, callee_parents in callees:  # the variable handed to a function that loops over it
-        moved = _callee_moves(site, callee, callee_parents, device)
+        moved = _callee_moves(site, callee, callee_parents, device, owner)
         if moved is None:
             return None
         edits += moved[0]
         imports |= moved[1]
-    for loop, target in loops:
+    for loop, target, _ in loops:
         move = _move(site, target, device)
         if move is None:
             return None
@@ -211,6 +216,7 @@ def _callee_moves(
     callee: tuple[cst.FunctionDef, list[str], str],
     parents: list[cst.CSTNode],
     device: cst.BaseExpression,
+    owner: cst.CSTNode | None = None,
 ) -> tuple[list[Edit], set[str]] | None:
     """Moves in the loops of the called function over its parameter.
 
@@ -227,9 +233,15 @@ def _callee_moves(
     loops = found[0]
     imports: set[str] = set()
     if not _visible(device, function, parents):
-        device = cst.SimpleString('"tpu"')  # TorchTPU's one device per process
+        parameter_device = _passed_as(device, function, parents[-2])
+        if parameter_device is not None:
+            device = cst.Name(parameter_device)
+        elif owner is not None and not any(p is owner for p in parents):
+            return None  # the wrapper was made on one path only: other paths reach the loop too
+        else:
+            device = cst.SimpleString('"tpu"')  # TorchTPU's one device per process
     moves = []
-    for _loop, target in loops:
+    for _loop, target, _ in loops:
         move = _move(site, target, device)
         if move is None:
             return None
@@ -253,6 +265,27 @@ def _along(node: cst.CSTNode, path: list[str], edit: Callable[[cst.FunctionDef],
     if isinstance(node, cst.Module):
         return node.with_changes(body=statements)
     return node.with_changes(body=node.body.with_changes(body=statements))  # type: ignore[attr-defined]
+
+
+def _passed_as(device: cst.BaseExpression, function: cst.FunctionDef, call: cst.CSTNode) -> str | None:
+    """loader_site.passed_as: the parameter of `function` to which `call` passes an argument
+    spelled as `device` (`eval_on_val(val_loader, model, device)`)."""
+    if not isinstance(call, cst.Call):
+        return None
+    spelled = _code([cst.Expr(device)])
+    params = function.params
+    positional = [*params.posonly_params, *params.params]
+    names = [p.name.value for p in (*params.params, *params.kwonly_params)]
+    for position, argument in enumerate(call.args):
+        if argument.star:
+            return None
+        if _code([cst.Expr(argument.value)]) != spelled:
+            continue
+        if argument.keyword is None:
+            return positional[position].name.value if position < len(positional) else None
+        if argument.keyword.value in names:
+            return argument.keyword.value
+    return None
 
 
 def _visible(device: cst.BaseExpression, function: cst.FunctionDef, parents: list[cst.CSTNode]) -> bool:
@@ -319,7 +352,7 @@ def _iterated_name(loop: cst.For) -> str | None:
 
 
 Consumers = tuple[
-    list[tuple[cst.For, cst.BaseAssignTargetExpression]],
+    list[tuple[cst.For, cst.BaseAssignTargetExpression, list[cst.CSTNode]]],
     list[tuple[tuple[cst.FunctionDef, list[str], str], list[cst.CSTNode]]],
 ]
 
@@ -331,7 +364,7 @@ def _consumers(site: CallSite, node: cst.CSTNode, parents: list[cst.CSTNode]) ->
     (`train_loop_fn(train_device_loader, epoch)`, torch_xla's MNIST/ImageNet examples)."""
     loop = _loop_over(node, parents)
     if loop is not None:
-        return [loop], []
+        return [(*loop, parents)], []
     parent = parents[-1] if parents else None
     if not (
         isinstance(parent, cst.Assign)
@@ -397,7 +430,7 @@ class _Uses(cst.CSTVisitor):
             self.started = True
             return False
         if isinstance(node, cst.AssignTarget):
-            self._stores.add(id(node.target))
+            self._stores.update(id(name) for name in _bound_names(node.target))
         if isinstance(node, cst.Attribute):
             self._stores.add(id(node.attr))  # `x.name` is not the variable `name`
         if isinstance(node, cst.Name) and node.value == self.name and id(node) not in self._stores:
@@ -411,6 +444,18 @@ class _Uses(cst.CSTVisitor):
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if self._parents and self._parents[-1] is original_node:
             self._parents.pop()
+
+
+def _bound_names(target: cst.BaseExpression) -> list[cst.Name]:
+    """The names an assignment target stores to, through tuples, lists and stars
+    (`dataset, loader, sampler = load()` stores `loader`; `loader.x = ...` reads it)."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _bound_names(element.value)]
+    return []
 
 
 def _name_uses(
@@ -431,7 +476,7 @@ def _name_uses(
             continue
         loop = _loop_over(node, parents)
         if loop is not None:
-            loops.append(loop)
+            loops.append((*loop, [region, *parents]))
             continue
         full = [*handed[1], *parents] if handed is not None else []
         callee = _callee_parameter(handed[0], node, full) if handed is not None else None
@@ -439,6 +484,108 @@ def _name_uses(
             return None
         callees.append((callee, full))
     return loops, callees
+
+
+def _device_bound(device: cst.BaseExpression, owner: cst.CSTNode, ancestors: list[cst.CSTNode]) -> bool:
+    """Whether the device the wrapper was given (in the block `owner`) means the same
+    wherever a loop (one of `ancestors`, from the variable's function or module down) runs,
+    now that the loop moves its batch there (loader_site._device_bound): every name it reads
+    bound on every path there, and a device that is not a variable (`xm.xla_device()`) only
+    when the loop is in the wrapper's block, not on a path that skips it."""
+    names: set[str] = set()
+
+    class Names(cst.CSTVisitor):
+        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+            attribute.value.visit(self)
+            return False
+
+        def visit_Name(self, name: cst.Name) -> None:
+            names.add(name.value)
+
+    device.visit(Names())
+    if not isinstance(device, (cst.Name, cst.Attribute)) and not any(p is owner for p in ancestors):
+        return False
+    loop = next(p for p in reversed(ancestors) if isinstance(p, cst.For))
+    chain = ancestors[: next(i for i, p in enumerate(ancestors) if p is loop) + 1]
+    start = max((i for i, p in enumerate(chain) if isinstance(p, cst.FunctionDef)), default=0)
+    return all(_bound_at(name, chain[start:]) for name in names)
+
+
+def _bound_at(name: str, chain: list[cst.CSTNode]) -> bool:
+    """Whether `name` is bound at the last node of `chain` (its ancestors from its function
+    or module down): a parameter, a name the region never binds, or one bound on every path
+    by a statement before it."""
+    region = chain[0]
+    if isinstance(region, cst.FunctionDef):
+        params = region.params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+        if any(p.name.value == name for p in every):
+            return True
+    stores = _Stores(name)
+    region.visit(stores)
+    if not stores.found:
+        return True
+    for owner, child in zip(chain, chain[1:]):
+        body = getattr(owner, "body", None)
+        if isinstance(owner, (cst.Module, cst.IndentedBlock)) and isinstance(body, (list, tuple)):
+            index = next((i for i, statement in enumerate(body) if statement is child), None)
+            if index is not None and any(_binds(statement, name) for statement in body[:index]):
+                return True
+    return False
+
+
+class _Stores(cst.CSTVisitor):
+    """Whether a region assigns `name` anywhere (nested scopes too: that only says no more often)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.found = False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.found |= any(n.value == self.name for n in _bound_names(node.target))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.found |= isinstance(node.target, cst.Name) and node.target.value == self.name
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.found |= isinstance(node.target, cst.Name) and node.target.value == self.name
+
+    def visit_For(self, node: cst.For) -> None:
+        self.found |= any(n.value == self.name for n in _bound_names(node.target))
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self.found |= any(n.value == self.name for n in _bound_names(node.name))  # type: ignore[arg-type]
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.found |= isinstance(node.target, cst.Name) and node.target.value == self.name
+
+
+def _binds(statement: cst.CSTNode, name: str) -> bool:
+    """Whether running `statement` to its end binds `name` on every path through it."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        return any(_binds(small, name) for small in statement.body)
+    if isinstance(statement, cst.Assign):
+        return any(n.value == name for target in statement.targets for n in _bound_names(target.target))
+    if isinstance(statement, cst.AnnAssign):
+        return statement.value is not None and isinstance(statement.target, cst.Name) and statement.target.value == name
+    if isinstance(statement, cst.If):
+        orelse = statement.orelse
+        other = orelse if isinstance(orelse, cst.If) else orelse.body if orelse is not None else None
+        return _block_binds(statement.body, name) and other is not None and (
+            _binds(other, name) if isinstance(other, cst.If) else _block_binds(other, name))
+    if isinstance(statement, cst.Try):
+        normal = _block_binds(statement.body, name) or (statement.orelse is not None and _block_binds(statement.orelse.body, name))
+        handled = normal and all(_block_binds(h.body, name) for h in statement.handlers)
+        return handled or (statement.finalbody is not None and _block_binds(statement.finalbody.body, name))
+    if isinstance(statement, cst.With):
+        return _block_binds(statement.body, name)
+    return False
+
+
+def _block_binds(block: cst.BaseSuite, name: str) -> bool:
+    return any(_binds(statement, name) for statement in block.body)
 
 
 def _is_len_argument(node: cst.CSTNode, parents: list[cst.CSTNode]) -> bool:
