@@ -65,6 +65,7 @@ _CONDITION_KINDS = {
     "falsy",  # falsy:PARAM — PARAM is absent or passed as False/None/0
     "literal",  # literal:PARAM=VALUE — PARAM is passed as that Python literal
     "statement",  # the call is a whole expression statement
+    "discarded",  # the call's value goes unused: a whole statement, or `x = call()` with `x` read nowhere (or `_`)
     "target",  # target:eager|compile
     "file-contains",  # file-contains:TEXT — the file's source mentions TEXT
     "value",  # value:V — the string/env value is exactly V

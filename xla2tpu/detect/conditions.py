@@ -30,6 +30,7 @@ class Site:
     args: dict[str, cst.BaseExpression] | None = None  # None: the arguments could not be bound
     star_args: dict[str, list[cst.Arg]] = field(default_factory=dict)
     statement: bool = False
+    discarded: bool = False  # a whole statement, or assigned to a name the file reads nowhere else
     value: str | None = None  # the string or environment value, when it is a literal
     unused: bool = False
     guarded: bool = False
@@ -85,6 +86,8 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = value is not _MISSING and value == condition.value and type(value) is type(condition.value)
     elif base == "statement":
         result = site.statement
+    elif base == "discarded":
+        result = site.discarded
     elif base == "target":
         result = site.target == condition.arg
     elif base == "file-contains":

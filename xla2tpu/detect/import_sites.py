@@ -25,7 +25,7 @@ from xla2tpu.project.scope import Scope
 
 # What a `try:` around an import is (`guard_decides`): True when its imports decide what it
 # does, FALLBACKS when they do only while code reads their names (its handlers only set
-# them to None: `except ImportError: xm = None`), False when they never do; None marks a
+# them to None or raise: `except ImportError: xm = None`), False when they never do; None marks a
 # function body, whose imports run later, outside the `try:` around it.
 FALLBACKS = "fallbacks"
 Guard = bool | str | None
@@ -108,11 +108,11 @@ def guard_decides(handlers_inert: Sequence[bool], handlers_fallbacks: Sequence[b
     """Whether the imports in a `try:` body decide what it does: an ImportError handler runs
     when one fails, so removing one makes the block always take its success path.
     `handlers_inert`: for each handler that catches ImportError, whether it only passes;
-    `handlers_fallbacks`: whether it only passes or sets the imports' names to None.
+    `handlers_fallbacks`: whether it only passes, raises or sets the imports' names to None.
 
     Not when the body holds nothing but imports and every such handler only passes: then
-    removing an import changes nothing the block does; FALLBACKS when they only set the
-    names to None, which matters only while they are read. The same judgment for either
+    removing an import changes nothing the block does; FALLBACKS when they only raise or
+    set the names to None, which matters only while they are read. The same judgment for either
     tree: here on the code as written, in the import pass on the code the fixes leave.
     """
     only_imports = body_only_imports and not has_else
@@ -131,11 +131,12 @@ def decides_import_guard(node: ast.Try) -> Guard:
 
 
 def fallback_only(body: Sequence[ast.stmt], names: Container[str] | None = None) -> bool:
-    """The block holds only what `holds_only` allows and `x = None` for names of `names`
-    (any with None): the fallback a guard gives the names its imports bind (`except
-    ImportError: xm = pl = None`), which only matters to code that reads them."""
-    return all(holds_only([node]) or (none_assignment(node) and (names is None or all(
-        target.id in names for target in node.targets))) for node in body)  # type: ignore[attr-defined]
+    """The block holds only what `holds_only` allows, `raise` and `x = None` for names of
+    `names` (any with None): what a guard does when its imports fail (`except ImportError:
+    xm = pl = None`, or `raise ModuleNotFoundError("install torch_xla")`), which only
+    matters while code reads the names they bind."""
+    return all(holds_only([node]) or isinstance(node, ast.Raise) or (none_assignment(node) and (
+        names is None or all(target.id in names for target in node.targets))) for node in body)  # type: ignore[attr-defined]
 
 
 def holds_only(body: Sequence[ast.stmt], kinds: tuple[type[ast.stmt], ...] = ()) -> bool:

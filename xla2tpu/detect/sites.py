@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import ast
 import bisect
+import collections
 import copy
 import functools
-from collections.abc import Callable, Collection, Container, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xla2tpu.catalogue import template_text
@@ -112,6 +113,7 @@ class Detector:
         self._at: dict[int, Found] = {}  # node -> its site
         self._reads_definition: Callable[[ast.AST], bool] | None = None
         self._holds: Callable[[str], bool] | None = None
+        self._spellings: collections.Counter[str] | None = None  # see _spelled
 
     # ------------------------------------------------------------------ walking
     def run(self, statements: Sequence[tuple[str, Group]], holds: Callable[[str], bool] | None = None,
@@ -280,6 +282,25 @@ class Detector:
     def _statement(self) -> bool:
         return isinstance(self._parent(), ast.Expr)
 
+    def _discarded(self, node: ast.Call) -> bool:
+        """Whether the value of the call being left goes unused: the call is a statement, or
+        a line `x = <call>` whose `x` is `_` or a name the file spells nowhere else."""
+        parent = self._parent()
+        if isinstance(parent, ast.Expr):
+            return True
+        if not (isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1
+                and isinstance(parent.targets[0], ast.Name) and self._whole_line(kind=ast.Assign)):
+            return False
+        name = parent.targets[0].id
+        return name == "_" or self._spelled()[name] == 1
+
+    def _spelled(self) -> collections.Counter[str]:
+        """How often each identifier is spelled in the file's code (the whole tree: the
+        detector reads only some statements), counted once per file when first asked."""
+        if self._spellings is None:
+            self._spellings = collections.Counter(_identifiers(self.tree))
+        return self._spellings
+
     # ------------------------------------------------------------------ references
     def _reference(self, node: ast.Name | ast.Attribute) -> None:
         key = id(node)
@@ -441,6 +462,7 @@ class Detector:
             args=args,
             star_args=binding[1] if binding else {},
             statement=isinstance(parent, ast.Expr),
+            discarded=self._discarded(node),
             name=qualname,
             with_item=isinstance(parent, ast.withitem) and parent.optional_vars is None,
             after=self._around(rule, node, args, "after"),
@@ -694,9 +716,25 @@ def _ast_expressions(index: RuleIndex) -> dict:
     return _COMPILED[id(index)]
 
 
+def _identifiers(tree: ast.AST) -> Iterator[str]:
+    """Every identifier the code spells as a name: reads and writes of names, parameters,
+    definitions, `global` / `nonlocal` lists, import bindings (not attributes or keywords)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            yield node.id
+        elif isinstance(node, ast.arg):
+            yield node.arg
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            yield from node.names
+        elif isinstance(node, ast.alias):
+            yield (node.asname or node.name).split(".")[0]
+
+
 def _can_fix(case: Case, site: Site) -> bool:
     if case.action == "delete":
-        return site.statement
+        return site.statement or site.discarded
     if case.action == "replace":
         if site.args is None:
             return False

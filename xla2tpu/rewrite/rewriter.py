@@ -462,8 +462,8 @@ class Rewriter(StatementPruner):
         return updated_node
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
-        if any(id(t.target) in self._doomed_targets for t in updated_node.targets):
-            self.doom(updated_node)
+        if any(id(t.target) in self._doomed_targets for t in updated_node.targets) or id(updated_node.value) in self.doomed:
+            self.doom(updated_node)  # also `x = <call>` whose discarded value a delete takes
         self._carry_statements(updated_node)
         return updated_node
 

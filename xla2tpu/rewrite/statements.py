@@ -161,8 +161,8 @@ def holds_only(suite: cst.BaseSuite, kinds: tuple[type[cst.CSTNode], ...] = ()) 
 
 
 def fallback_only(suite: cst.BaseSuite, names: Container[str] | None = None) -> bool:
-    """The block holds only what `holds_only` allows and `x = None` for names of `names` (any
-    with None): import_sites.fallback_only on LibCST's tree."""
+    """The block holds only what `holds_only` allows, `raise` and `x = None` for names of
+    `names` (any with None): import_sites.fallback_only on LibCST's tree."""
     if isinstance(suite, cst.SimpleStatementSuite):
         smalls = list(suite.body)
     elif all(isinstance(line, cst.SimpleStatementLine) for line in suite.body):
@@ -170,7 +170,7 @@ def fallback_only(suite: cst.BaseSuite, names: Container[str] | None = None) -> 
     else:
         return False
     return all(
-        holds_only(cst.SimpleStatementSuite([small])) or (none_assignment(small) and (names is None or all(
+        holds_only(cst.SimpleStatementSuite([small])) or isinstance(small, cst.Raise) or (none_assignment(small) and (names is None or all(
             target.target.value in names for target in small.targets)))  # type: ignore[attr-defined]
         for small in smalls
     )
