@@ -76,15 +76,26 @@ def _gate_texts(rule: Rule) -> list[str]:
     empty for a rule with no such condition.
 
     `file-contains:T` needs T; `file-matches:R` one of R's alternatives; `literal:P=V` and
-    `value:V` the string V written in the file, with either quote.
+    `value:V` the string V written in the file, with either quote; `any:A || B` one of the
+    texts of A or of B, when each has some.
     """
     for condition in rule.when:
-        if condition.kind == "file-contains":
-            return [condition.arg]
-        if condition.kind == "file-matches":
-            return _examples(condition.arg)
-        if condition.kind in ("literal", "value") and isinstance(condition.value, str):
-            return [f'"{condition.value}"', f"'{condition.value}'"]
+        texts = _condition_texts(condition)
+        if texts:
+            return texts
+    return []
+
+
+def _condition_texts(condition: Condition) -> list[str]:
+    if condition.kind == "file-contains":
+        return [condition.arg]
+    if condition.kind == "file-matches":
+        return _examples(condition.arg)
+    if condition.kind in ("literal", "value") and isinstance(condition.value, str):
+        return [f'"{condition.value}"', f"'{condition.value}'"]
+    if condition.kind == "any":
+        alternatives = [_condition_texts(inner) for inner in condition.value]  # type: ignore[union-attr]
+        return [text for texts in alternatives for text in texts] if all(alternatives) else []
     return []
 
 

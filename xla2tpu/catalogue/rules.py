@@ -11,7 +11,7 @@ import ast
 import functools
 import re
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +42,8 @@ class Condition:
         base = kind[4:] if negate else kind
         if base not in _CONDITION_KINDS:
             raise CatalogueError(f"unknown condition {text!r}")
+        if base == "any":
+            return cls(kind, "", tuple(cls.parse(part.strip()) for part in rest.split(" || ")))
         if base in ("literal", "value"):
             arg, _, literal = rest.partition("=") if base == "literal" else ("", "", rest)
             try:
@@ -58,6 +60,15 @@ class Condition:
             return cls(kind, name, chosen)
         return cls(kind, rest)
 
+
+
+def _flat(conditions: Sequence[Condition]) -> Iterator[Condition]:
+    """The conditions, with those inside `any:` groups."""
+    for condition in conditions:
+        if condition.kind.removeprefix("not-") == "any":
+            yield from _flat(condition.value)  # type: ignore[arg-type]
+        else:
+            yield condition
 
 _CONDITION_KINDS = {
     "absent",  # absent:PARAM — the call does not pass PARAM
@@ -85,6 +96,7 @@ _CONDITION_KINDS = {
     "with-item",  # the call is a `with` item binding no name (`with f():`, not `with f() as x:`)
     "simple",  # simple:PARAM — PARAM is passed as a literal or a (dotted) name: safe to repeat
     "fact",  # fact:NAME=V1|V2 — the file's fact NAME has one of these values (xla2tpu/project/facts.py)
+    "any",  # any:COND || COND — one of these conditions holds
 }
 
 
@@ -276,7 +288,7 @@ def _validate(catalogue: Catalogue) -> None:
                 raise CatalogueError(f"{where}: a manual case cannot carry a fix")
             if case.fix is not FixClass.MANUAL and case.action == "none":
                 raise CatalogueError(f"{where}: a {case.fix.value} case needs an action")
-            for condition in case.when:
+            for condition in _flat((*rule.when, *case.when)):
                 if condition.kind.removeprefix("not-") in ("absent", "present", "literal", "falsy", "simple") and condition.arg not in rule.params:
                     raise CatalogueError(f"{where}: condition on unknown parameter {condition.arg!r}")
         if rule.kind == "string-arg" and not rule.sites:

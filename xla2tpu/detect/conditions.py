@@ -124,6 +124,8 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = not site.class_bases.isdisjoint(condition.arg.split("|"))
     elif base == "fact":
         result = site.facts.get(condition.arg).value in condition.value  # type: ignore[operator]
+    elif base == "any":
+        result = any(_holds(inner, site) for inner in condition.value)  # type: ignore[union-attr]
     elif base == "simple":
         node = site.args.get(condition.arg)  # type: ignore[union-attr]
         name = names.dotted_name(node) if isinstance(node, ast.AST) else _cst_dotted_name(node) if node is not None else None
