@@ -37,7 +37,8 @@ VALUES: dict[str, tuple[str, ...]] = {
     # spawn: an xmp.spawn / torch_xla.launch / run_multiprocess / torch.multiprocessing.spawn
     # launch that TorchTPU does not keep; process-group: the file creates one (or wraps the model
     # in DDP/FSDP, which needs one); one: a program that starts no other process and never asks
-    # its rank; unknown: library code (no `__main__`, no launch), or a program launched from outside;
+    # its rank; unknown: library code (no `__main__`, no launch), or a program that asks its rank but
+    # starts no process (run alone, or by a launcher such as torchrun);
     # launched: this fix migrates the file's torch_xla launch (XLA601), whose worker joins the
     # "tpu" process group before it runs the program's code (never the fact of code as written).
     "processes": ("spawn", "process-group", "one", "unknown", "launched"),
@@ -502,7 +503,8 @@ def _processes(scan: _Scan, main: ast.stmt | None, script: ast.stmt | None) -> F
         return _fact("processes", "spawn", found["entry-spawn"])
     if "rank" in found:
         evidence, what = found["rank"]
-        return Fact("processes", "unknown", evidence, f"{what} but starts no processes: launched from elsewhere")
+        how = "run as one process, or by a launcher such as torchrun" if script is not None else "launched from elsewhere"
+        return Fact("processes", "unknown", evidence, f"{what} but starts no processes: {how}")
     if script is not None:
         what = "a `__main__` block" if script is main else "script code at module level"
         return Fact("processes", "one", scan.evidence(script), f"a program that starts no other process: {what}")
