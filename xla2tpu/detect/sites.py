@@ -312,10 +312,10 @@ class Detector:
         rule = self.index.references.find(qualname)
         if rule is None:
             return
-        # Assigning to a name (`xm = None`, `xm.optimizer_step = f`) is not a use of the API,
-        # unless the rule is about a settable attribute (`assignments = true`).
+        # Rebinding a name (`xm = None`) is not a use of the API; assigning to an attribute
+        # (`pl.PerDeviceLoader.__len__ = f`) is one for the rules that say so (`assignments`).
         store = key in self._store
-        if store and not rule.assignments:
+        if store and (isinstance(node, ast.Name) or not rule.assignments):
             return
         case = self._choose(rule, self._site(name=qualname, store=store))
         if case is None:
