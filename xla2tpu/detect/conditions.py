@@ -177,6 +177,13 @@ def message_of(case: Case, facts: Facts, source: str = "", note: str = "", name:
     return explained(message, case, facts)
 
 
+def withheld(code: str) -> str:
+    """The note of a fix its case offers but that the code around the site does not allow
+    (a transform that cannot be built there, a template missing an argument): the message
+    reads as the fix, so the user is told it was not made, and where the shapes are listed."""
+    return f"not rewritten: a shape the fix does not handle, see `xla2tpu explain {code}`"
+
+
 def explained(message: str, case: Case, facts: Facts) -> str:
     """`message` with the facts its case tested, when it tested any (see facts_behind)."""
     behind = facts_behind(case, facts)

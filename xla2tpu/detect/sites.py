@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from xla2tpu.catalogue import template_text
 from xla2tpu.detect.arguments import bind
 from xla2tpu.catalogue.rules import Case, Rule
-from xla2tpu.detect.conditions import Site, applies, choose, message_of
+from xla2tpu.detect.conditions import Site, applies, choose, message_of, withheld
 from xla2tpu.trees.blocks import Group, blocks, first_line, lazy_imports
 from xla2tpu.detect import (ast_earlier, ast_patterns, call_shapes, collective_sites, env_access_site, launch_site,
                             loader_site, profiler_site, rate_tracker_site)
@@ -366,6 +366,8 @@ class Detector:
             fixable = case.fixable and _can_fix(case, site) and (not structural or self._whole_line())
         if fixable and case.action == "replace":
             note = self._spell_note(template_text.spelled_names(case.template))
+        elif case.fixable and not fixable:
+            note = withheld(rule.code)
         found = self._add("call", rule, case, node, fixable, note, qualname, structural, key=dotted_name(node.func) or "")
         found.decided, found.made = decided, made
         found.inner = (start, len(self.found) - 1)
@@ -831,7 +833,7 @@ class SiteMap:
     def refuse(self, site: Found, note: str = "") -> None:
         """A transform could not build the site's fix (`note`: the names it needs do not
         reach their modules here): it is manual, its call stays as written."""
-        self._refused[self._position(site)] = note
+        self._refused[self._position(site)] = note or withheld(site.rule.code)
 
     def _fix(self, i: int) -> FixClass:
         return FixClass.MANUAL if i in self._refused or i in self._demoted else self.found[i].fix
