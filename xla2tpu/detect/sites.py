@@ -521,24 +521,25 @@ class Detector:
         for position, argument in enumerate(arguments):
             if argument.star:
                 continue
-            text = self._text(argument.value)
-            if text is None:
-                continue
-            for rule in self.index.string_args:
-                if rule.pattern is not None and not rule.pattern.fullmatch(text):
+            for value in _choices(argument.value):
+                text = self._text(value)
+                if text is None:
                     continue
-                if callee is None:
-                    callee = resolve(self.scope, func) or ""
-                if not any(_site_hit(site, callee, method, position, argument.keyword) for site in rule.sites):
-                    continue
-                # A rule's `params` bind the enclosing call's arguments, for argument conditions
-                # (`torch.device("xla", i)`: the index beside the string).
-                binding = bind(rule.params, arguments) if rule.params else None
-                case = self._choose(rule, self._site(value=text, name=callee, args=binding[0] if binding else None))
-                if case is None:
-                    continue
-                self._add("string", rule, case, argument.value, case.fixable, key=text)
-                break
+                for rule in self.index.string_args:
+                    if rule.pattern is not None and not rule.pattern.fullmatch(text):
+                        continue
+                    if callee is None:
+                        callee = resolve(self.scope, func) or ""
+                    if not any(_site_hit(site, callee, method, position, argument.keyword) for site in rule.sites):
+                        continue
+                    # A rule's `params` bind the enclosing call's arguments, for argument conditions
+                    # (`torch.device("xla", i)`: the index beside the string).
+                    binding = bind(rule.params, arguments) if rule.params else None
+                    case = self._choose(rule, self._site(value=text, name=callee, args=binding[0] if binding else None))
+                    if case is None:
+                        continue
+                    self._add("string", rule, case, value, case.fixable, key=text)
+                    break
 
     # ------------------------------------------------------------------ environment variables
     def _env_call(self, qualname: str, node: ast.Call) -> None:
@@ -716,6 +717,14 @@ def _ast_expressions(index: RuleIndex) -> dict:
             table.setdefault(compiled.key, []).append((compiled, rule))
         _COMPILED[id(index)] = table
     return _COMPILED[id(index)]
+
+
+def _choices(node: ast.expr) -> list[ast.expr]:
+    """The values an argument may take as written: both branches of a conditional
+    (`device_type=("xla" if HAS_XLA else "cuda")`), else the argument itself."""
+    if isinstance(node, ast.IfExp):
+        return [*_choices(node.body), *_choices(node.orelse)]
+    return [node]
 
 
 def _identifiers(tree: ast.AST) -> Iterator[str]:

@@ -411,13 +411,25 @@ class Rewriter(StatementPruner):
     def _string_args(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         changed: dict[int, cst.Arg] = {}
         for position, arg in enumerate(updated.args):
-            value = original.args[position].value
-            found = self._found(value, "string", literal_text(value))
-            if found is not None and self._applied(found, value):
-                changed[position] = arg.with_changes(value=_retext(arg.value, found.case.template))
+            value = self._retexted(original.args[position].value, arg.value)
+            if value is not None:
+                changed[position] = arg.with_changes(value=value)
         if not changed:
             return updated
         return updated.with_changes(args=[changed.get(i, a) for i, a in enumerate(updated.args)])
+
+    def _retexted(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The argument with its string sites rewritten, in either branch of a conditional
+        (sites.py `_choices`); None when none is."""
+        if isinstance(original, cst.IfExp) and isinstance(updated, cst.IfExp):
+            body, orelse = self._retexted(original.body, updated.body), self._retexted(original.orelse, updated.orelse)
+            if body is None and orelse is None:
+                return None
+            return updated.with_changes(body=body or updated.body, orelse=orelse or updated.orelse)
+        found = self._found(original, "string", literal_text(original))
+        if found is not None and self._applied(found, original):
+            return _retext(updated, found.case.template)
+        return None
 
     # ------------------------------------------------------------------ environment variables
     def _env_update(self, original: cst.Call, updated: cst.Call) -> cst.Call:
