@@ -184,6 +184,8 @@ class Detector:
             self._store.add(id(node.target))
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
             self._skip.add(id(node.optional_vars))  # `as name`: a binding, not a use
+        elif isinstance(node, FUNCTIONS) and self.index.string_args:
+            self._parameter_defaults(node)
         elif isinstance(node, ast.Call):
             qualname = resolve(self.scope, node.func)
             if qualname is not None and self.index.calls.find(qualname) is not None:
@@ -541,6 +543,34 @@ class Detector:
                     self._add("string", rule, case, value, case.fixable, key=text)
                     break
 
+    def _parameter_defaults(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """A string default of a parameter the function never rebinds, read as a string site
+        of the first call in the function that passes the parameter where the rule looks
+        (`def f(model, device="xla"): model.to(device)`). The function's body is searched
+        whole: the walk skips its statements that hold no token, as `model.to(device)`."""
+        for name, default in _string_defaults(function):
+            text = default.value
+            rules = [r for r in self.index.string_args if r.pattern is None or r.pattern.fullmatch(text)]
+            if not rules or _rebinds(function, name):
+                continue
+            for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)):
+                arguments = call_arguments(call)
+                held = [(i, a) for i, a in enumerate(arguments) if not a.star and isinstance(a.value, ast.Name) and a.value.id == name]
+                if not held:
+                    continue
+                method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+                callee = resolve(self.scope, call.func) or ""
+                chosen = next(((rule, i) for rule in rules for i, argument in held
+                               if any(_site_hit(site, callee, method, i, argument.keyword) for site in rule.sites)), None)
+                if chosen is None:
+                    continue
+                rule = chosen[0]
+                binding = bind(rule.params, arguments) if rule.params else None
+                case = self._choose(rule, self._site(value=text, name=callee, args=binding[0] if binding else None))
+                if case is not None:
+                    self._add("string", rule, case, default, case.fixable, key=text)
+                break
+
     # ------------------------------------------------------------------ environment variables
     def _env_call(self, qualname: str, node: ast.Call) -> None:
         arguments = call_arguments(node)
@@ -725,6 +755,22 @@ def _choices(node: ast.expr) -> list[ast.expr]:
     if isinstance(node, ast.IfExp):
         return [*_choices(node.body), *_choices(node.orelse)]
     return [node]
+
+
+def _string_defaults(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, ast.Constant]]:
+    """The parameters of `function` whose default is a string literal, with that literal."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+    pairs += [(arg, default) for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults) if default is not None]
+    return [(arg.arg, default) for arg, default in pairs
+            if isinstance(default, ast.Constant) and isinstance(default.value, str)]
+
+
+def _rebinds(function: ast.AST, name: str) -> bool:
+    """Whether `function` (nested scopes included: that only says yes more often) assigns `name`."""
+    return any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
+               for node in ast.walk(function))
 
 
 def _identifiers(tree: ast.AST) -> Iterator[str]:

@@ -418,6 +418,14 @@ class Rewriter(StatementPruner):
             return updated
         return updated.with_changes(args=[changed.get(i, a) for i, a in enumerate(updated.args)])
 
+    def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
+        """A string default the detector read as a string site (sites.py `_values`)."""
+        if isinstance(original_node.default, cst.SimpleString) and updated_node.default is not None:
+            default = self._retexted(original_node.default, updated_node.default)
+            if default is not None:
+                return updated_node.with_changes(default=default)
+        return updated_node
+
     def _retexted(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression | None:
         """The argument with its string sites rewritten, in either branch of a conditional
         (sites.py `_choices`); None when none is."""
