@@ -241,8 +241,13 @@ def _insert(body: list[cst.BaseStatement], name: str) -> None:
     line = _import_line(name)
     group = _group_for(name, body, _import_groups(body))
     if group is not None:
-        after = [i for i in group if _first_module(body[i]) > name]
-        position = after[0] if after else group[-1] + 1
+        # Sorted place among the section's imports of the same package where it has some (a
+        # section that is not sorted as a whole, `typing` above `torch`, still keeps them
+        # together), else among the whole section.
+        root = name.split(".")[0]
+        kin = [i for i in group if _first_module(body[i]).split(".")[0] == root] or group
+        after = [i for i in kin if _first_module(body[i]) > name]
+        position = after[0] if after else kin[-1] + 1
         if position == group[0]:
             # The comments above the section stay above it.
             line = line.with_changes(leading_lines=body[position].leading_lines)

@@ -13,8 +13,10 @@ TPU, with every tensor computed on the CPU. How:
   `.to("tpu")` still copies, as it did on XLA.
 * The Python entry points that choose a backend by name are mapped at the boundary:
   `torch.autocast("tpu")` -> CPU autocast (bf16), `torch.compile(backend="tpu")` -> a
-  real CPU dynamo backend, `init_process_group("tpu")` -> gloo; `torch.accelerator`
-  reports one "tpu" device and its synchronize is a no-op (CPU work is synchronous).
+  real CPU dynamo backend, `init_process_group("tpu")` -> gloo, FSDP2's `fully_shard`
+  -> a CPU mesh of the same ranks (DeviceMesh and DTensor on "tpu" need nothing more);
+  `torch.accelerator` reports the "tpu" devices and its synchronize is a no-op (CPU work
+  is synchronous).
 * `torch.tpu` mirrors the public names of torch_tpu 0.2.0 with CPU meanings, and, like
   TorchTPU on torch >= 2.11, the names it marks Internal raise when user code calls them.
 
@@ -81,19 +83,21 @@ class _TorchTpuStub(importlib.abc.Loader):
         module.__version__ = "0.0+xla2tpu.cpu-standin"  # type: ignore[attr-defined]
 
 
-class _AfterTorch(importlib.abc.Loader):
-    """Wraps torch's own loader so the stand-in installs once `import torch` finished:
-    lazy, so programs that set environment variables before importing torch still work."""
+class _After(importlib.abc.Loader):
+    """Wraps a module's own loader so the stand-in patches it once its import finished:
+    lazy, so programs that set environment variables before importing torch still work,
+    and a module the program never imports costs nothing."""
 
-    def __init__(self, inner: importlib.abc.Loader) -> None:
+    def __init__(self, inner: importlib.abc.Loader, patch: Any) -> None:
         self.inner = inner
+        self.patch = patch
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
         return self.inner.create_module(spec)
 
     def exec_module(self, module: types.ModuleType) -> None:
         self.inner.exec_module(module)
-        _install(module)
+        self.patch(module)
 
 
 class _Finder(importlib.abc.MetaPathFinder):
@@ -118,10 +122,11 @@ class _Finder(importlib.abc.MetaPathFinder):
             return importlib.machinery.ModuleSpec(
                 fullname, _TorchTpuStub(), is_package=fullname == "torch_tpu"
             )
-        if fullname == "torch":
+        patch = _AFTER_IMPORT.get(fullname)
+        if patch is not None:
             spec = self._real_spec(fullname, path, target)
             if spec is not None and spec.loader is not None:
-                spec.loader = _AfterTorch(spec.loader)
+                spec.loader = _After(spec.loader, patch)
             return spec
         return None
 
@@ -161,6 +166,8 @@ def _install(torch: Any) -> None:
     _patch_autocast(torch)
     _patch_compile(torch)
     _patch_distributed(torch)
+    if "torch.distributed.fsdp" in sys.modules:  # imported while torch itself loaded
+        _patch_fsdp(sys.modules["torch.distributed.fsdp"])
 
 
 def _register_device(torch: Any) -> None:
@@ -350,6 +357,37 @@ def _patch_distributed(torch: Any) -> None:
     wrap("new_group")
 
 
+def _patch_fsdp(fsdp: Any) -> None:
+    """FSDP2 moves every parameter to the device of its mesh and checks that it got there;
+    a "tpu" tensor of the stand-in lives on the CPU, so `fully_shard` shards over a CPU
+    mesh of the same ranks (and dimension names) instead of the "tpu" one it is given."""
+    import functools
+
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+
+    original = fsdp.fully_shard
+    if getattr(original, "_xla2tpu_standin", False):
+        return
+    on_cpu: dict[int | None, Any] = {}  # one CPU mesh per mesh given: groups are made once
+
+    def cpu_mesh(mesh: Any) -> Any:
+        key = None if mesh is None else id(mesh)
+        if key not in on_cpu:
+            on_cpu[key] = (init_device_mesh("cpu", (dist.get_world_size(),)) if mesh is None
+                           else DeviceMesh("cpu", mesh.mesh, mesh_dim_names=mesh.mesh_dim_names))
+        return on_cpu[key]
+
+    @functools.wraps(original)
+    def fully_shard(module: Any, *args: Any, mesh: Any = None, **kwargs: Any) -> Any:
+        if mesh is None or mesh.device_type == "tpu":
+            mesh = cpu_mesh(mesh)
+        return original(module, *args, mesh=mesh, **kwargs)
+
+    fully_shard._xla2tpu_standin = True  # type: ignore[attr-defined]
+    fsdp.fully_shard = fully_shard
+
+
 # ----------------------------------------------------------------------------- torch.tpu
 
 # torch_tpu 0.2.0 marks these Internal on torch >= 2.11: they raise from user code.
@@ -524,3 +562,7 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+# Modules the stand-in patches once they are imported.
+_AFTER_IMPORT = {"torch": _install, "torch.distributed.fsdp": _patch_fsdp}
