@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from xla2tpu.detect.conditions import literal
 from xla2tpu.detect.values import MISSING, tuple_items
-from xla2tpu.project.facts import Fact, Facts
+from xla2tpu.project.facts import Fact, Facts, is_main
 from xla2tpu.sources.notebook_cells import BOUNDARY
 from xla2tpu.trees.names import last_name
 
@@ -77,6 +77,7 @@ LAUNCHERS = frozenset({"torch_xla.distributed.xla_multiprocessing.spawn", "torch
                        "torch_xla._internal.pjrt.run_multiprocess"})
 _LAUNCHER_TAILS = frozenset(name.rsplit(".", 1)[1] for name in LAUNCHERS)
 _PROCESS_GROUP = "init_process_group"
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def launchable(args: Mapping[str, ast.AST], whole_statement: bool, tree: ast.Module, lines: Sequence[str],
@@ -173,6 +174,49 @@ def _alone(statement: ast.stmt, lines: Sequence[str]) -> bool:
     before = lines[statement.lineno - 1][:statement.col_offset]
     after = lines[statement.end_lineno - 1][statement.end_col_offset:]  # type: ignore[index]
     return not before.strip() and (not after.strip() or after.strip().startswith("#"))
+
+
+def parent_only(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> frozenset[int]:
+    """The top-level statements (ids) that run only in the parent of the module's one torch_xla
+    launch: its `if __name__ == "__main__":` block, and each function of the module that is
+    only ever called, by name, from that block or from another such function (the launch's
+    own function among them), and is not the launched `fn`. A spawned worker re-imports the
+    module but never runs its main block, so none of this runs in a worker; what it counts
+    it counts in the launching process, as the TorchTPU launch does
+    (`torch.accelerator.device_count()`)."""
+    launches = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _launch(node, resolve)]
+    if len(launches) != 1:
+        return frozenset()
+    launch = launches[0]
+    launched = {n.id for arg in [*launch.args[:1], *(k.value for k in launch.keywords if k.arg == "fn")]
+                for n in ast.walk(arg) if isinstance(n, ast.Name)}
+    main = [node for node in tree.body if is_main(node)]
+    functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    # Where each function of the module is named: the top-level statement holding the
+    # name, or None where it is not a call made by that statement's own code (a value
+    # handed on, or a call inside a function or lambda defined there, which may run anywhere).
+    named: dict[str, list[ast.stmt | None]] = {name: [] for name in functions}
+    for top in tree.body:
+        calls = {id(n.func) for n in ast.walk(top) if isinstance(n, ast.Call)}
+        nested = {id(n) for d in ast.walk(top) if d is not top and isinstance(d, (*_DEFINITIONS, ast.Lambda))
+                  for n in ast.walk(d)}
+        for node in ast.walk(top):
+            if isinstance(node, ast.Name) and node.id in named and isinstance(node.ctx, ast.Load):
+                named[node.id].append(top if id(node) in calls and id(node) not in nested else None)
+    parent: set[int] = {id(node) for node in main}
+    if not parent:
+        return frozenset()
+    grew = True
+    while grew:
+        grew = False
+        for name, node in functions.items():
+            places = named[name]
+            if (id(node) not in parent and name not in launched and places
+                    and all(place is not None and id(place) in parent for place in places)):
+                parent.add(id(node))
+                grew = True
+    holder = next((top for top in tree.body if any(n is launch for n in ast.walk(top))), None)
+    return frozenset(parent) if holder is not None and id(holder) in parent else frozenset()
 
 
 def single_process_choice(args: Mapping[str, Any]) -> Any:

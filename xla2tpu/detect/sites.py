@@ -114,6 +114,7 @@ class Detector:
         self._reads_definition: Callable[[ast.AST], bool] | None = None
         self._holds: Callable[[str], bool] | None = None
         self._spellings: collections.Counter[str] | None = None  # see _spelled
+        self._parent_only: frozenset[int] | None = None  # see _in_launch_parent
 
     # ------------------------------------------------------------------ walking
     def run(self, statements: Sequence[tuple[str, Group]], holds: Callable[[str], bool] | None = None,
@@ -473,6 +474,7 @@ class Detector:
             then=self._around(rule, node, args, "then"),
             compared=isinstance(parent, ast.Compare),
             setup_branch=uses(rule, "setup-branch") and self._in_setup_branch(),
+            launch_parent=uses(rule, "launch-parent") and self._in_launch_parent(),
         )
 
     def _around(self, rule: Rule, node: ast.Call, args: dict | None, kind: str) -> frozenset[str]:
@@ -483,6 +485,16 @@ class Detector:
         calls = ast_earlier.calls_before(self._parents, node) if kind == "after" else ast_earlier.call_next(self._parents, self.positions.line_texts)
         scope = self.scope
         return frozenset(p for p in wanted if ast_earlier.matches(p, calls, lambda n: resolve(scope, n), args))
+
+    def _in_launch_parent(self) -> bool:
+        """Whether the site runs only in the parent of the file's torch_xla launch: in the
+        main block, or in a function of the module that only such code calls."""
+        if self._parent_only is None:
+            self._parent_only = launch_site.parent_only(self.tree, lambda n: resolve(self.scopes.module, n))
+        if len(self._parents) < 2 or id(self._parents[1]) not in self._parent_only:
+            return False
+        # Not in a definition of its own inside it (a nested function may run anywhere).
+        return not any(isinstance(p, (*FUNCTIONS, ast.Lambda, ast.ClassDef)) for p in self._parents[2:])
 
     def _in_setup_branch(self) -> bool:
         """Whether the site is in the XLA branch of an `if`/`elif` chain whose other branches

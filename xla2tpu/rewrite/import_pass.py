@@ -201,7 +201,8 @@ def _stdlib(name: str) -> bool:
 
 def _group_for(name: str, body: list[cst.BaseStatement], groups: list[list[int]]) -> list[int] | None:
     """The import section `import name` belongs to: its own package's, else the stdlib or
-    third-party one, else the first (in sorted place there)."""
+    third-party one, else the first (in sorted place there); None where the file has only
+    standard-library sections and `name` is not one: it opens a section of its own."""
     root = name.split(".")[0]
     modules = [[_first_module(body[i]) for i in group] for group in groups]
     for group, names in zip(groups, modules):
@@ -210,6 +211,8 @@ def _group_for(name: str, body: list[cst.BaseStatement], groups: list[list[int]]
     for group, names in zip(groups, modules):
         if names and all(_stdlib(m) == _stdlib(name) for m in names):
             return group
+    if not _stdlib(name) and all(_stdlib(m) for names in modules for m in names):
+        return None  # a section of its own (_insert)
     return groups[0] if groups else None
 
 
@@ -253,6 +256,14 @@ def _insert(body: list[cst.BaseStatement], name: str) -> None:
             line = line.with_changes(leading_lines=body[position].leading_lines)
             body[position] = body[position].with_changes(leading_lines=[])
         body.insert(position, line)
+        return
+    groups = _import_groups(body)
+    if groups and not _stdlib(name):
+        # A third-party import beside standard-library sections only (the torch_xla section
+        # it replaces is gone): a section of its own, as isort keeps them, right after the
+        # first one (code between sections may already use it).
+        position = groups[0][-1] + 1
+        body.insert(position, line.with_changes(leading_lines=[cst.EmptyLine()]))
         return
     position = next((i for i, s in enumerate(body) if _is_import_line(s) and not _is_future(s)), None)
     if position is not None:
