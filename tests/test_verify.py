@@ -186,8 +186,7 @@ def test_discover_runnable_fixtures() -> None:
     assert cases["ddp_spawn"].devices == 2  # its migrated launch spawns two workers
     assert cases["optimum_generate"].baseline_from == "llama_generate"
     assert cases["optimum_generate"].expected == cases["llama_generate"].expected
-    # The engine alone migrates every case but those whose hand step is documented (issue 33).
-    assert {c.name for c in cases.values() if c.hand_patch is not None} == {"spmd_data_parallel"}
+    assert all(c.hand_patch is None for c in cases.values())  # the engine alone migrates every case
     assert not list(RUNNABLE.glob("*/migrated")), "hand steps are hand.patch files now"
     assert cases["llama_generate"].requires == ["transformers"]
     assert cases["amp_autocast"].rtol > 1e-3

@@ -35,12 +35,11 @@ RUNNABLE = Path(__file__).resolve().parents[1] / "fixtures" / "runnable"
 # average, barrier and save are all the engine's since the launch migration (XLA601);
 # idioms' optimizer_step in a program launched from elsewhere is the guarded average
 # (XLA401), launch_flags' launch in main() under flags (debug_single_process, --ddp), and
-# xla_fsdp's torch_xla FSDP (XLA714, FSDP2).
+# xla_fsdp's torch_xla FSDP (XLA714, FSDP2), and spmd_data_parallel's SPMD program (XLA701,
+# XLA703, XLA708: one process per chip, DeviceMesh and DTensor).
 ENGINE_ONLY = ("mlp_train", "compile_infer", "ddp_spawn", "mp_mnist", "mp_imagenet", "idioms", "launch_flags",
-               "xla_fsdp")
-# Cases the engine leaves findings in, finished by their hand.patch: spmd_data_parallel's
-# SPMD program (XLA701, XLA703, XLA708 are manual).
-HAND: tuple[str, ...] = ("spmd_data_parallel",)
+               "xla_fsdp", "spmd_data_parallel")
+HAND: tuple[str, ...] = ()  # cases the engine leaves findings in, finished by their hand.patch
 ALL = sorted(p.name for p in RUNNABLE.iterdir() if (p / "main.py").is_file())
 SETTINGS = settings_for(Config(root=RUNNABLE), catalogue.load(), unsafe_fixes=True)
 LEGACY = os.environ.get("XLA2TPU_LEGACY_PYTHON") or None

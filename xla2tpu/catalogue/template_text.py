@@ -20,7 +20,8 @@ MODULE_ROOTS = frozenset({"torch", "os", "sys", "itertools", "transformers", "ti
 # Submodules that templates name but `import torch` does not load (torch 2.13, backend
 # autoload off): code using them needs its own `import torch.distributed.tensor`.
 # tests/test_public_api.py checks this table against the installed torch.
-EXPLICIT_IMPORTS = frozenset({"torch.distributed.tensor", "torch.distributed._functional_collectives", "torch.distributed.fsdp"})
+EXPLICIT_IMPORTS = frozenset({"torch.distributed.tensor", "torch.distributed._functional_collectives", "torch.distributed.fsdp",
+                              "torch.distributed.run"})
 
 
 def explicit_import(qualname: str) -> str | None:

@@ -42,6 +42,7 @@ class Site:
     compared: bool = False  # the call is an operand of a comparison
     setup_branch: bool = False  # in the XLA branch of an if/elif chain whose other branches create a process group
     launch_parent: bool = False  # runs only in the parent of the file's torch_xla launch (launch_site.parent_only)
+    spmd_program: bool = False  # the file is an SPMD program that migrates whole (spmd_program.program)
     class_bases: frozenset[str] = frozenset()  # last names of the bases of the class whose method holds the site
     tensors: frozenset[str] = frozenset()  # expression slots known to be tensors
     read_back: bool = False  # an environment write whose variable the same file reads
@@ -123,6 +124,8 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = site.setup_branch
     elif base == "launch-parent":
         result = site.launch_parent
+    elif base == "spmd-program":
+        result = site.spmd_program
     elif base == "class-base":
         result = not site.class_bases.isdisjoint(condition.arg.split("|"))
     elif base == "fact":

@@ -29,7 +29,7 @@ from xla2tpu.catalogue.rules import Case, Rule
 from xla2tpu.detect.conditions import Site, applies, choose, message_of, withheld
 from xla2tpu.trees.blocks import Group, blocks, first_line, lazy_imports
 from xla2tpu.detect import (ast_earlier, ast_patterns, call_shapes, collective_sites, env_access_site, launch_site,
-                            loader_site, profiler_site, rate_tracker_site)
+                            loader_site, profiler_site, rate_tracker_site, spmd_program)
 from xla2tpu.trees.names import dotted_name
 from xla2tpu.trees.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
@@ -115,6 +115,7 @@ class Detector:
         self._holds: Callable[[str], bool] | None = None
         self._spellings: collections.Counter[str] | None = None  # see _spelled
         self._parent_only: frozenset[int] | None = None  # see _in_launch_parent
+        self._spmd: list[spmd_program.Program | None] = []  # see _spmd_program (computed once)
 
     # ------------------------------------------------------------------ walking
     def run(self, statements: Sequence[tuple[str, Group]], holds: Callable[[str], bool] | None = None,
@@ -412,6 +413,9 @@ class Detector:
             return makeable, env_access_site.TEMPLATES[template], None
         if template == rate_tracker_site.TEMPLATE:  # its class spells `time` as it is, at module level
             return rate_tracker_site.clock(self.scopes.module) is not None, (), None
+        if template in spmd_program.TRANSFORMS:  # all or none: the program's decision is the site's
+            program = self._spmd_program()
+            return program is not None, spmd_program.TEMPLATES, program
         if template == launch_site.TEMPLATE:
             function = next((p.name for p in reversed(self._parents) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))),
                             None)
@@ -475,6 +479,7 @@ class Detector:
             compared=isinstance(parent, ast.Compare),
             setup_branch=uses(rule, "setup-branch") and self._in_setup_branch(),
             launch_parent=uses(rule, "launch-parent") and self._in_launch_parent(),
+            spmd_program=uses(rule, "spmd-program") and self._spmd_program() is not None,
         )
 
     def _around(self, rule: Rule, node: ast.Call, args: dict | None, kind: str) -> frozenset[str]:
@@ -485,6 +490,12 @@ class Detector:
         calls = ast_earlier.calls_before(self._parents, node) if kind == "after" else ast_earlier.call_next(self._parents, self.positions.line_texts)
         scope = self.scope
         return frozenset(p for p in wanted if ast_earlier.matches(p, calls, lambda n: resolve(scope, n), args))
+
+    def _spmd_program(self) -> spmd_program.Program | None:
+        """The SPMD program the file is, when it migrates whole (spmd_program.program)."""
+        if not self._spmd:
+            self._spmd.append(spmd_program.program(self.tree, lambda n: resolve(self.scopes.module, n)))
+        return self._spmd[0]
 
     def _in_launch_parent(self) -> bool:
         """Whether the site runs only in the parent of the file's torch_xla launch: in the

@@ -276,7 +276,7 @@ class Rewriter(StatementPruner):
         rewrite = None
         if found.structural and found.fixable:
             rewrite = (
-                self._transform(case, args, star_args, original_node, updated_node, speller)
+                self._transform(case, args, star_args, original_node, updated_node, speller, found.made)
                 if case.action == "transform"
                 else self._statement_rewrite(case, args, star_args, original_node, speller)
             )
@@ -332,7 +332,7 @@ class Rewriter(StatementPruner):
         return Rewrite(statements=[rendered.node], imports=rendered.imports)
 
     def _transform(self, case: Case, args: dict | None, star_args: dict, original: cst.Call, updated: cst.Call,
-                   speller: Speller) -> Rewrite | None:
+                   speller: Speller, made: object = None) -> Rewrite | None:
         if args is None:
             return None
         statement = self._whole_statement(original)
@@ -347,6 +347,7 @@ class Rewriter(StatementPruner):
             scope=self.scope,
             parents=list(self._parents[:-1]),
             spell=speller,
+            made=made,
         )
         rewrite = TRANSFORMS[case.template](call_site)
         if rewrite is not None and rewrite.statements is not None and statement is None:

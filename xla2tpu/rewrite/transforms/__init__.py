@@ -23,3 +23,4 @@ from xla2tpu.rewrite.transforms import step_closure  # noqa: F401
 from xla2tpu.rewrite.transforms import env_access  # noqa: F401
 from xla2tpu.rewrite.transforms import profiler  # noqa: F401
 from xla2tpu.rewrite.transforms import helpers  # noqa: F401
+from xla2tpu.rewrite.transforms import spmd  # noqa: F401

@@ -25,6 +25,7 @@ class CallSite:
     scope: Scope
     parents: list[cst.CSTNode]  # original ancestors, outermost first
     spell: Callable[[str], tuple[str, str | None]]
+    made: object = None  # what the detector's decision on CPython's tree handed on (Found.made)
 
     def name(self, qualname: str, imports: set[str]) -> cst.BaseExpression:
         """An expression naming `qualname` here; records the import it needs in `imports`."""

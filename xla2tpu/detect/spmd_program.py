@@ -1,0 +1,425 @@
+"""Whether a torch_xla SPMD program migrates whole to TorchTPU, decided on CPython's tree
+(issue 33's first shape, data parallelism on a mesh; transforms/spmd.py builds it on
+LibCST's). Nothing here imports LibCST.
+
+torch_xla SPMD runs one process that drives every chip and annotates global-view tensors;
+TorchTPU runs one process per chip, and DTensors are global-view too. A program migrates
+when all of its SPMD is what this module can translate exactly
+(fixtures/runnable/spmd_data_parallel proves the translation against torch_xla):
+
+- `xr.use_spmd()`, once, at module level after nothing but imports, definitions and
+  constants: it becomes the launch of one process per chip (torchrun's launcher, started
+  by the program itself unless torchrun started it) and the "tpu" process group;
+- one `xs.Mesh(ids, shape, names)` with ids in identity order and literal axis names, in
+  a function that builds the model before it and its optimizer after it: it becomes
+  `init_device_mesh("tpu", shape, mesh_dim_names=names)`, and every parameter of the model
+  is replicated on it (`distribute_module`) before the optimizer takes them, as SPMD left
+  unannotated parameters replicated;
+- `xs.mark_sharding(t, mesh, spec)` statements on a batch the function just moved to the
+  device, with a literal spec: `t = distribute_tensor(t, mesh, placements)` (reference
+  §2.9's placement rule), every process building the same global batch as the one SPMD
+  process did;
+- the values computed from the model, the optimizer and the sharded batch (the function's
+  DTensors) are read on the host only through `.item()`, `.tolist()`, `.cpu()` or
+  `.numpy()`, which read the full tensor (`.full_tensor()`, a collective every process
+  makes: each runs the whole program), and are otherwise only used to compute other such
+  values or called as statements (`loss.backward()`, `optimizer.step()`);
+- nothing else of torch_xla but the device (`xm.xla_device()`), the sync
+  (`xm.mark_step()`) and the device count, which is the world size once there is one
+  process per chip.
+
+Anything else (a sharded parameter, a value printed or stored, a second mesh, another
+SPMD call) leaves the whole program to a human: half a program on DTensor does not run.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from xla2tpu.project.facts import is_main
+
+USE_SPMD = "torch_xla.runtime.use_spmd"
+MESH = "torch_xla.distributed.spmd.Mesh"
+MARK_SHARDING = "torch_xla.distributed.spmd.mark_sharding"
+# What a migrating program may use of torch_xla besides the three above: each has a fix in
+# a program of one process per chip with its "tpu" process group.
+_OTHERS = frozenset({
+    "torch_xla.core.xla_model.xla_device", "torch_xla.device", "torch_xla.core.xla_model.mark_step",
+    "torch_xla.sync", "torch_xla.runtime.global_runtime_device_count", "torch_xla.runtime.global_device_count",
+})
+HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})  # each reads a DTensor's full value after `.full_tensor()`
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+# Computed wrongly on a batch-sharded DTensor by torch 2.13, measured against one process:
+# their mean over the batch gives gradients the world size times too large (cross_entropy,
+# nll_loss, l1_loss, binary_cross_entropy_with_logits, kl_div and `.mean()` are right).
+_WRONG_ON_DTENSOR = frozenset({"mse_loss", "MSELoss", "smooth_l1_loss", "SmoothL1Loss", "huber_loss", "HuberLoss"})
+
+# The transforms (transforms/spmd.py) and the templates they write, in the order they spell names.
+LAUNCH_TEMPLATE, MESH_TEMPLATE, SHARD_TEMPLATE = "spmd-launch", "spmd-mesh", "spmd-shard"
+TRANSFORMS = (LAUNCH_TEMPLATE, MESH_TEMPLATE, SHARD_TEMPLATE)
+LAUNCH = '''
+if not torch.distributed.is_torchelastic_launched():
+    # torch_xla SPMD drove every chip from this one process; TorchTPU runs one process per
+    # chip: this one starts them with torchrun's launcher, shows what the first one prints
+    # (each runs the whole program) and waits for them.
+    {count} = torch.accelerator.device_count()
+    torch.tpu.distributed.set_tpu_launch_env(nproc_per_node={count})
+    sys.exit(torch.distributed.run.main(
+        ["--standalone", "--nproc-per-node", str({count}), "--local-ranks-filter", "0", *sys.argv]))
+'''.strip() + "\n"
+JOIN = 'torch.distributed.init_process_group("tpu")\n'
+DEVICE_MESH = 'torch.distributed.device_mesh.init_device_mesh("tpu", {shape}, mesh_dim_names={names})'
+REPLICATE = "torch.distributed.tensor.distribute_module({model}, {mesh})\n"
+SHARD = "{t} = torch.distributed.tensor.distribute_tensor({t}, {mesh}, {placements})\n"
+PLACEMENTS = ("torch.distributed.tensor.Shard({dim})", "torch.distributed.tensor.Replicate()")
+FULL = "full_tensor"
+TEMPLATES = (LAUNCH, JOIN, DEVICE_MESH, REPLICATE, SHARD, *PLACEMENTS)
+
+
+@dataclass(frozen=True)
+class Program:
+    """What the transforms need to know of an SPMD program that migrates."""
+
+    function: str  # the function holding the mesh, the model, the sharding and the reads
+    mesh: str  # the name the mesh is bound to
+    axes: tuple[str, ...]  # its axis names
+    model: str
+    derived: frozenset[str]  # the function's names that hold DTensors (or the optimizer of them)
+    reads: int  # statements of the function that read a DTensor on the host
+
+
+def placements(spec: list[object], axes: tuple[str, ...]) -> list[int | None] | None:
+    """Per mesh axis, the tensor dimension sharded on it (None: replicated), from a
+    `mark_sharding` spec of axis names, axis indexes and None (reference §2.9); None when
+    the spec is not that (an axis twice, a tuple of axes)."""
+    shards: list[int | None] = [None] * len(axes)
+    for dim, entry in enumerate(spec):
+        if entry is None:
+            continue
+        if isinstance(entry, str) and entry in axes:
+            axis = axes.index(entry)
+        elif isinstance(entry, int) and not isinstance(entry, bool) and 0 <= entry < len(axes):
+            axis = entry
+        else:
+            return None
+        if shards[axis] is not None:
+            return None
+        shards[axis] = dim
+    return shards
+
+
+def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Program | None:
+    """The SPMD program `tree` is, when it migrates whole (the module docstring); `resolve`
+    gives a name's qualified name as the module binds it."""
+    if not any(is_main(node) for node in tree.body) or _local_torch_xla_import(tree):
+        return None
+    uses = _torch_xla_uses(tree, resolve)
+    if uses is None:
+        return None
+    spmd = [node for node, name in uses if name == USE_SPMD]
+    meshes = [node for node, name in uses if name == MESH]
+    if len(spmd) != 1 or len(meshes) != 1 or not _launchable(tree, spmd[0]):
+        return None
+    found = _mesh(tree, meshes[0])
+    if found is None:
+        return None
+    function, statement, mesh, axes = found
+    shardings = [node for node, name in uses if name == MARK_SHARDING]
+    inner = [n for n in ast.walk(function) if n is not function]
+    if not shardings or any(not _inside(s, inner) for s in shardings):
+        return None
+    if any(isinstance(node, _DEFINITIONS) for node in inner):
+        return None  # a function or lambda of its own may see the DTensors anywhere
+    if any(isinstance(node, ast.Call) and _tail(node) in _WRONG_ON_DTENSOR for node in inner):
+        return None
+    model = _model(function, statement, resolve)
+    if model is None:
+        return None
+    parents = {id(child): node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
+    sharded = _sharded(shardings, parents, mesh, axes, statement.lineno)
+    if sharded is None or model in sharded:
+        return None
+    derived = _derived(function, {model, *sharded})
+    if derived is None:
+        return None
+    skip = {id(n) for s in shardings for n in ast.walk(parents[id(s)])} | {id(n) for n in ast.walk(statement)}
+    reads = _reads(function, derived, parents, skip, min(s.lineno for s in shardings))
+    if reads is None:
+        return None
+    return Program(function.name, mesh, axes, model, frozenset(derived), reads)
+
+
+def _local_torch_xla_import(tree: ast.Module) -> bool:
+    """A torch_xla import below module level: names it binds are not resolved here."""
+    top = {id(node) for node in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and id(node) not in top:
+            if any(alias.name.split(".")[0] == "torch_xla" for alias in node.names):
+                return True
+        elif isinstance(node, ast.ImportFrom) and id(node) not in top:
+            if (node.module or "").split(".")[0] == "torch_xla":
+                return True
+    return False
+
+
+def _torch_xla_uses(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> list[tuple[ast.AST, str]] | None:
+    """Every use of a torch_xla name outside the imports, when each is one a migrating
+    program may make (a call of it), else None."""
+    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    calls = {id(node.func): node for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    uses: list[tuple[ast.AST, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Name, ast.Attribute)) or id(node) in inner or not isinstance(node.ctx, ast.Load):
+            continue
+        name = resolve(node)
+        if name is None or name.split(".")[0] != "torch_xla":
+            continue
+        call = calls.get(id(node))
+        if call is None or name not in (USE_SPMD, MESH, MARK_SHARDING, *_OTHERS):
+            return None
+        uses.append((call, name))
+    return uses
+
+
+def _launchable(tree: ast.Module, call: ast.Call) -> bool:
+    """`use_spmd()` is a statement of the module, after which the launch goes: before it
+    only imports, definitions, docstrings and constants (what runs again in every process)."""
+    for index, statement in enumerate(tree.body):
+        if isinstance(statement, ast.Expr) and statement.value is call:
+            return not call.args and not call.keywords and all(_inert(s) for s in tree.body[:index])
+    return False
+
+
+def _inert(statement: ast.stmt) -> bool:
+    if isinstance(statement, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return True
+    if isinstance(statement, ast.Expr):
+        return isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str)
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+        return all(isinstance(n, (ast.Constant, ast.Tuple, ast.List, ast.Name, ast.Load, ast.Store, ast.UnaryOp, ast.USub))
+                   for n in ast.walk(statement.value)) and not any(
+                       isinstance(n, ast.Name) for n in ast.walk(statement.value))
+    return False
+
+
+def _mesh(tree: ast.Module, call: ast.Call) -> tuple[ast.FunctionDef, ast.Assign, str, tuple[str, ...]] | None:
+    """The function, statement, name and axis names of the mesh `call` makes: a statement
+    `mesh = xs.Mesh(ids, shape, names)` of a module-level function's own body, `ids` in
+    identity order and `names` literal."""
+    for function in tree.body:
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        for statement in function.body:
+            if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1
+                    and isinstance(statement.targets[0], ast.Name)):
+                continue
+            keywords = {k.arg: k.value for k in call.keywords}
+            fields = ("device_ids", "mesh_shape", "axis_names")
+            if any(k not in fields for k in keywords) or len(call.args) > 3:
+                return None
+            args = dict(zip(fields, call.args)) | keywords
+            ids, names = args.get("device_ids"), args.get("axis_names")
+            if "mesh_shape" not in args or ids is None or not _identity(ids) or not isinstance(names, (ast.Tuple, ast.List)):
+                return None
+            axes = [e.value for e in names.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            if len(axes) != len(names.elts) or len(set(axes)) != len(axes):
+                return None
+            return function, statement, statement.targets[0].id, tuple(axes)
+    return None
+
+
+def _identity(ids: ast.AST) -> bool:
+    """`np.arange(n)`, `np.array(range(n))`, `range(n)`, `list(range(n))`: the devices in
+    order, which rank order on a DeviceMesh keeps."""
+    if not isinstance(ids, ast.Call) or ids.keywords or len(ids.args) != 1:
+        return False
+    tail = ids.func.attr if isinstance(ids.func, ast.Attribute) else ids.func.id if isinstance(ids.func, ast.Name) else ""
+    if tail in ("arange", "range"):
+        return True
+    return tail in ("array", "list", "asarray") and _identity(ids.args[0]) and _tail(ids.args[0]) == "range"
+
+
+def _tail(call: ast.AST) -> str:
+    func = call.func if isinstance(call, ast.Call) else None
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _inside(call: ast.AST, nodes: list[ast.AST]) -> bool:
+    return any(node is call for node in nodes)
+
+
+def _model(function: ast.FunctionDef, mesh: ast.Assign, resolve: Callable[[ast.AST], str | None]) -> str | None:
+    """The model whose parameters the function's one optimizer takes (`opt =
+    torch.optim.X(model.parameters(), ...)` after the mesh), built before the mesh and never
+    bound again after it."""
+    optimizers = [
+        node for node in ast.walk(function)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+        and (resolve(node.value.func) or "").startswith("torch.optim.")
+    ]
+    if len(optimizers) != 1:
+        return None
+    optimizer = optimizers[0]
+    first = optimizer.value.args[0] if optimizer.value.args else None
+    if not (isinstance(first, ast.Call) and not first.args and not first.keywords
+            and isinstance(first.func, ast.Attribute) and first.func.attr == "parameters"
+            and isinstance(first.func.value, ast.Name)) or optimizer.lineno <= mesh.lineno:
+        return None
+    model = first.func.value.id
+    bound = [node.lineno for node in ast.walk(function)
+             if isinstance(node, ast.Name) and node.id == model and isinstance(node.ctx, ast.Store)]
+    if not bound or max(bound) >= mesh.lineno or model in {a.arg for a in function.args.args}:
+        return None
+    return model
+
+
+def _sharded(shardings: list[ast.Call], parents: dict[int, ast.AST], mesh: str, axes: tuple[str, ...],
+             after: int) -> set[str] | None:
+    """The names the `mark_sharding` statements shard: each a batch the statement before
+    them (the same block) just bound, on the mesh, with a spec that has placements."""
+    names: set[str] = set()
+    for call in shardings:
+        statement = parents[id(call)]
+        if not isinstance(statement, ast.Expr) or call.keywords or len(call.args) != 3 or call.lineno <= after:
+            return None
+        tensor, on, spec = call.args
+        if not (isinstance(tensor, ast.Name) and isinstance(on, ast.Name) and on.id == mesh
+                and isinstance(spec, (ast.Tuple, ast.List))):
+            return None
+        values = [e.value if isinstance(e, ast.Constant) else object() for e in spec.elts]
+        if placements(values, axes) is None:
+            return None
+        if not _just_bound(statement, parents, tensor.id):
+            return None
+        names.add(tensor.id)
+    return names
+
+
+def _just_bound(statement: ast.stmt, parents: dict[int, ast.AST], name: str) -> bool:
+    """Whether the last statement before `statement` in its block that names `name` binds
+    it (`x = x.to(device)`, `x, y = ...`): a batch made there, not a tensor from elsewhere."""
+    block = parents[id(statement)]
+    body = next((b for b in (getattr(block, "body", None), getattr(block, "orelse", None))
+                 if isinstance(b, list) and any(s is statement for s in b)), None)
+    if body is None:
+        return False
+    index = next(i for i, s in enumerate(body) if s is statement)
+    for earlier in reversed(body[:index]):
+        if _mentions(earlier, {name}):
+            return isinstance(earlier, ast.Assign) and name in _target_names(earlier.targets)
+    return False
+
+
+def _target_names(targets: list[ast.expr]) -> set[str]:
+    names: set[str] = set()
+    for target in targets:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+    return names
+
+
+def _derived(function: ast.FunctionDef, seeds: set[str]) -> set[str] | None:
+    """The function's names that hold values computed from `seeds` (to a fixed point), or
+    None where such a value is stored elsewhere than in a plain name."""
+    derived = set(seeds)
+    while True:
+        size = len(derived)
+        for node in ast.walk(function):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                value, targets = node.value, node.targets if isinstance(node, ast.Assign) else [node.target]
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                value, targets = node.iter, [node.target]
+            elif isinstance(node, ast.withitem):
+                value, targets = node.context_expr, [node.optional_vars] if node.optional_vars else []
+            else:
+                continue
+            if value is None or not _mentions(value, derived):
+                continue
+            if not all(_plain(target) for target in targets):
+                return None
+            derived |= _target_names(targets)
+        if len(derived) == size:
+            return derived
+
+
+def _plain(target: ast.expr) -> bool:
+    if isinstance(target, ast.Name):
+        return True
+    return isinstance(target, (ast.Tuple, ast.List)) and all(_plain(e) for e in target.elts)
+
+
+def _mentions(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def _reads(function: ast.FunctionDef, derived: set[str], parents: dict[int, ast.AST], skip: set[int],
+           sharded_from: int) -> int | None:
+    """How many statements of the function read a DTensor on the host, when every use of a
+    derived name is one the migration keeps right (the module docstring), else None."""
+    statements: set[int] = set()
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Name) and node.id in derived and isinstance(node.ctx, ast.Load)) or id(node) in skip:
+            continue
+        top, read = node, False
+        for link in _chain(node, parents):
+            top = link
+            if (isinstance(link, ast.Call) and isinstance(link.func, ast.Attribute) and link.func.attr in HOST_READS
+                    and not link.args and not link.keywords):
+                read = True
+        statement = _statement(top, parents)
+        if read:
+            if not isinstance(statement, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)):
+                return None
+            if node.lineno <= sharded_from:
+                return None  # read before the batch is a DTensor: it is a plain tensor there
+            statements.add(id(statement))
+            continue
+        parent = parents.get(id(top))
+        if isinstance(parent, ast.Expr) and isinstance(top, ast.Call):
+            continue  # `loss.backward()`, `optimizer.step()`: a call made for what it does
+        if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _within(top, statement.value):
+            continue  # computes another DTensor (`_derived` made its target one)
+        if isinstance(statement, (ast.For, ast.AsyncFor)) and _within(top, statement.iter):
+            continue
+        if _in_comprehension_iter(top, parents):
+            continue
+        return None
+    return len(statements)
+
+
+def _chain(node: ast.AST, parents: dict[int, ast.AST]) -> Iterator[ast.AST]:
+    """The attribute reads, calls and subscripts that `node` is the root of, inside out."""
+    current = node
+    while True:
+        parent = parents.get(id(current))
+        if (isinstance(parent, ast.Attribute) and parent.value is current
+                or isinstance(parent, ast.Call) and parent.func is current
+                or isinstance(parent, ast.Subscript) and parent.value is current):
+            current = parent
+            yield current
+        else:
+            return
+
+
+def _statement(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST | None:
+    current: ast.AST | None = node
+    while current is not None and not isinstance(current, ast.stmt):
+        current = parents.get(id(current))
+    return current
+
+
+def _within(node: ast.AST, tree: ast.AST | None) -> bool:
+    return tree is not None and any(n is node for n in ast.walk(tree))
+
+
+def _in_comprehension_iter(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    current: ast.AST | None = node
+    while current is not None and not isinstance(current, ast.stmt):
+        parent = parents.get(id(current))
+        if isinstance(parent, ast.comprehension) and parent.iter is current:
+            return True
+        current = parent
+    return False

@@ -1,0 +1,134 @@
+"""A torch_xla SPMD program as TorchTPU's one process per chip with DTensor: the launch,
+the mesh (and the replicated model), the sharded batch and the host reads
+(detect/spmd_program.py decides, on CPython's tree, whether the whole program migrates,
+and says why each piece is written as it is; this module builds the pieces on LibCST's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+
+from xla2tpu.catalogue import templates
+from xla2tpu.detect import spmd_program
+from xla2tpu.detect.conditions import literal
+from xla2tpu.detect.spmd_program import Program
+from xla2tpu.rewrite.transforms.base import CallSite, Rewrite, transform
+from xla2tpu.rewrite.transforms.forms import fresh_name, render_expression, render_statements, tuple_items
+
+
+@transform(spmd_program.LAUNCH_TEMPLATE)
+def spmd_launch(site: CallSite) -> Rewrite | None:
+    if not isinstance(site.made, Program) or not isinstance(site.statement, cst.Expr):
+        return None
+    count = cst.Name(fresh_name(site, "tpu_processes"))
+    return render_statements(site, [spmd_program.LAUNCH, spmd_program.JOIN], {"count": count})
+
+
+@transform(spmd_program.MESH_TEMPLATE)
+def spmd_mesh(site: CallSite) -> Rewrite | None:
+    program = site.made
+    if not isinstance(program, Program) or not {"mesh_shape", "axis_names"} <= set(site.args):
+        return None
+    imports: set[str] = set()
+    expression = render_expression(site, spmd_program.DEVICE_MESH, imports,
+                                   {"shape": site.args["mesh_shape"], "names": site.args["axis_names"]})
+    line = next((p for p in reversed(site.parents) if isinstance(p, cst.SimpleStatementLine)), None)
+    function = next((p for p in site.parents if isinstance(p, cst.FunctionDef)), None)
+    if line is None or function is None:
+        return None
+    replicate = templates.render(spmd_program.REPLICATE, {"model": cst.Name(program.model), "mesh": cst.Name(program.mesh)},
+                                 {}, site.spell, statement=True)
+    imports |= replicate.imports
+    later: list[tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode]]] = [
+        (line, lambda node: cst.FlattenSentinel([node, replicate.node]))]  # type: ignore[list-item]
+    reads = [s for s in _statements(function) if _has_read(s, program.derived)]
+    if len(reads) != program.reads:
+        return None  # not the statements the decision counted: build nothing rather than half
+    later.extend((statement, _full_reads(program.derived)) for statement in reads)
+    return Rewrite(expression=expression, later=later, imports=imports)  # type: ignore[arg-type]
+
+
+@transform(spmd_program.SHARD_TEMPLATE)
+def spmd_shard(site: CallSite) -> Rewrite | None:
+    program = site.made
+    spec = site.args.get("partition_spec")
+    items = None if spec is None else tuple_items(spec)
+    if not isinstance(program, Program) or items is None or not {"t", "mesh"} <= set(site.args):
+        return None
+    shards = spmd_program.placements([_value(item) for item in items], program.axes)
+    if shards is None:
+        return None
+    shard, replicate = spmd_program.PLACEMENTS
+    text = ", ".join(replicate if dim is None else shard.format(dim=dim) for dim in shards)
+    return render_statements(site, [spmd_program.SHARD.replace("{placements}", f"[{text}]")])
+
+
+def _value(node: cst.BaseExpression) -> object:
+    value = literal(node)
+    return value if isinstance(value, (str, int)) or value is None else object()
+
+
+def _statements(function: cst.FunctionDef) -> list[cst.SimpleStatementLine]:
+    found: list[cst.SimpleStatementLine] = []
+
+    class Lines(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+            found.append(node)
+            return False
+
+    function.body.visit(Lines())
+    return found
+
+
+def _root(node: cst.BaseExpression) -> str | None:
+    """The name an attribute, call or subscript chain starts from (`loss` in `loss.detach().item`)."""
+    while isinstance(node, (cst.Attribute, cst.Call, cst.Subscript)):
+        node = node.value if isinstance(node, (cst.Attribute, cst.Subscript)) else node.func
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _read(call: cst.Call, derived: frozenset[str]) -> bool:
+    """A host read of a DTensor: the first one in its chain (`out.cpu().tolist()` reads the
+    DTensor once, at `.cpu()`)."""
+    func = call.func
+    return (isinstance(func, cst.Attribute) and func.attr.value in spmd_program.HOST_READS and not call.args
+            and _root(func.value) in derived and not _read_below(func.value))
+
+
+def _read_below(node: cst.BaseExpression) -> bool:
+    """Whether the chain `node` ends already reads on the host (or reads the full tensor)."""
+    while isinstance(node, (cst.Attribute, cst.Call, cst.Subscript)):
+        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in (*spmd_program.HOST_READS, spmd_program.FULL)):
+            return True
+        node = node.value if isinstance(node, (cst.Attribute, cst.Subscript)) else node.func
+    return False
+
+
+def _has_read(statement: cst.SimpleStatementLine, derived: frozenset[str]) -> bool:
+    found = False
+
+    class Reads(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            found = found or _read(node, derived)
+
+    statement.visit(Reads())
+    return found
+
+
+def _full_reads(derived: frozenset[str]) -> Callable[[cst.CSTNode], cst.CSTNode]:
+    """An edit of a statement: each host read of a DTensor reads its full value first."""
+
+    class Full(cst.CSTTransformer):
+        def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+            if not _read(updated_node, derived):
+                return updated_node
+            func = updated_node.func
+            assert isinstance(func, cst.Attribute)
+            full = cst.Call(cst.Attribute(func.value, cst.Name(spmd_program.FULL)))
+            return updated_node.with_changes(func=func.with_changes(value=full))
+
+    return lambda node: node.visit(Full())
