@@ -19,6 +19,7 @@ when all of its SPMD is what this module can translate exactly
   device, with a literal spec: `t = distribute_tensor(t, mesh, placements)` (reference
   §2.9's placement rule), every process building the same global batch as the one SPMD
   process did;
+- the model runs only on DTensors (a plain tensor beside its DTensor parameters raises);
 - the values computed from the model, the optimizer and the sharded batch (the function's
   DTensors) are read on the host only through `.item()`, `.tolist()`, `.cpu()` or
   `.numpy()`, which read the full tensor (`.full_tensor()`, a collective every process
@@ -142,7 +143,7 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
     if sharded is None or model in sharded:
         return None
     derived = _derived(function, {model, *sharded})
-    if derived is None:
+    if derived is None or not _model_runs_on_dtensors(inner, model, derived):
         return None
     skip = {id(n) for s in shardings for n in ast.walk(parents[id(s)])} | {id(n) for n in ast.walk(statement)}
     reads = _reads(function, derived, parents, skip, min(s.lineno for s in shardings))
@@ -343,6 +344,25 @@ def _derived(function: ast.FunctionDef, seeds: set[str]) -> set[str] | None:
             derived |= _target_names(targets)
         if len(derived) == size:
             return derived
+
+
+def _model_runs_on_dtensors(nodes: list[ast.AST], model: str, derived: set[str]) -> bool:
+    """Whether every run of the model (`model(...)`, `model.forward(...)`) takes DTensors or
+    constants: its parameters are DTensors now, and a plain tensor beside them raises (a
+    held-out batch SPMD replicated, say)."""
+    values = derived - {model}
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if not (isinstance(func, ast.Name) and func.id == model
+                or isinstance(func, ast.Attribute) and func.attr in ("forward", "generate")
+                and isinstance(func.value, ast.Name) and func.value.id == model):
+            continue
+        if not all(isinstance(arg, ast.Constant) or _mentions(arg, values)
+                   for arg in [*node.args, *(k.value for k in node.keywords)]):
+            return False
+    return True
 
 
 def _plain(target: ast.expr) -> bool:
