@@ -16,10 +16,12 @@ when all of its SPMD is what this module can translate exactly
   is replicated on it (`distribute_module`) before the optimizer takes them, as SPMD left
   unannotated parameters replicated;
 - `xs.mark_sharding(t, mesh, spec)` statements on a batch the function just moved to the
-  device, with a literal spec: `t = distribute_tensor(t, mesh, placements)` (reference
+  device, with a literal spec, from DataLoaders that drop a last short batch: `t = distribute_tensor(t, mesh, placements)` (reference
   §2.9's placement rule), every process building the same global batch as the one SPMD
   process did;
-- the model runs only on DTensors (a plain tensor beside its DTensor parameters raises);
+- the model is built of torch.nn layers measured right on DTensors, and runs only on
+  DTensors (a plain tensor beside its DTensor parameters raises); the losses are
+  `cross_entropy` / `nll_loss` without class weights;
 - the values computed from the model, the optimizer and the sharded batch (the function's
   DTensors) are read on the host only through `.item()`, `.tolist()`, `.cpu()` or
   `.numpy()`, which read the full tensor (`.full_tensor()`, a collective every process
@@ -52,10 +54,22 @@ _OTHERS = frozenset({
 })
 HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})  # each reads a DTensor's full value after `.full_tensor()`
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-# Computed wrongly on a batch-sharded DTensor by torch 2.13, measured against one process:
-# their mean over the batch gives gradients the world size times too large (cross_entropy,
-# nll_loss, l1_loss, binary_cross_entropy_with_logits, kl_div and `.mean()` are right).
-_WRONG_ON_DTENSOR = frozenset({"mse_loss", "MSELoss", "smooth_l1_loss", "SmoothL1Loss", "huber_loss", "HuberLoss"})
+# What the DTensors may meet, each measured on a batch-sharded DTensor against one process
+# (torch 2.13; the review of fixtures/XLA701 and docs/ecosystem.md): torch.nn layers whose
+# forward is a function of their parameters and input alone, with no random op and no
+# tensor made on the device (a model of its own class may make one in `forward`, which
+# meets the DTensors as a plain tensor and raises); and the losses whose value and
+# gradients are right without class weights (mse_loss, smooth_l1_loss, huber_loss,
+# binary_cross_entropy and soft_margin_loss give gradients the world size times too large).
+_LAYERS = frozenset({
+    "Sequential", "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid",
+    "Softmax", "LogSoftmax", "Flatten", "Identity", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "Embedding",
+    "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "LeakyReLU", "ELU", "Mish", "Hardtanh",
+})
+_LOSSES = frozenset({"cross_entropy", "nll_loss", "CrossEntropyLoss", "NLLLoss"})
+_FUNCTIONS = frozenset({"relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax", "cross_entropy", "nll_loss"})
+_WEIGHTS = frozenset({"weight", "pos_weight"})  # a plain tensor beside the DTensors raises
+_BUILTINS = frozenset({"sum", "min", "max", "abs", "len", "zip", "enumerate", "list", "tuple", "range"})
 
 # The transforms (transforms/spmd.py) and the templates they write, in the order they spell names.
 LAUNCH_TEMPLATE, MESH_TEMPLATE, SHARD_TEMPLATE = "spmd-launch", "spmd-mesh", "spmd-shard"
@@ -133,10 +147,10 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
         return None
     if any(isinstance(node, _DEFINITIONS) for node in inner):
         return None  # a function or lambda of its own may see the DTensors anywhere
-    if any(isinstance(node, ast.Call) and _tail(node) in _WRONG_ON_DTENSOR for node in inner):
+    if not _torch_calls_known(inner, resolve) or not _even_batches(tree, resolve):
         return None
     model = _model(function, statement, resolve)
-    if model is None:
+    if model is None or not _built_of_layers(function, model, resolve):
         return None
     parents = {id(child): node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
     sharded = _sharded(shardings, parents, mesh, axes, statement.lineno)
@@ -146,7 +160,9 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
     if derived is None or not _model_runs_on_dtensors(inner, model, derived):
         return None
     skip = {id(n) for s in shardings for n in ast.walk(parents[id(s)])} | {id(n) for n in ast.walk(statement)}
-    reads = _reads(function, derived, parents, skip, min(s.lineno for s in shardings))
+    losses = _losses(function, resolve)
+    reads = _reads(function, derived, parents, skip, min(s.lineno for s in shardings),
+                   lambda call: _known_callee(call, resolve, derived, {model, *losses}))
     if reads is None:
         return None
     return Program(function.name, mesh, axes, model, frozenset(derived), reads)
@@ -346,6 +362,78 @@ def _derived(function: ast.FunctionDef, seeds: set[str]) -> set[str] | None:
             return derived
 
 
+def _torch_calls_known(nodes: list[ast.AST], resolve: Callable[[ast.AST], str | None]) -> bool:
+    """Whether every torch.nn layer, loss or functional the function calls is one measured
+    right on DTensors, without class weights (`_LAYERS`, `_LOSSES`, `_FUNCTIONS`)."""
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        name = resolve(node.func) or ""
+        if name.startswith("torch.nn.functional."):
+            if name.rsplit(".", 1)[1] not in _FUNCTIONS:
+                return False
+        elif name.startswith("torch.nn.") and name.count(".") == 2:
+            if name.rsplit(".", 1)[1] not in _LAYERS | _LOSSES:
+                return False
+        else:
+            continue
+        if any(k.arg in _WEIGHTS for k in node.keywords):
+            return False
+    return True
+
+
+def _even_batches(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> bool:
+    """Whether every DataLoader of the module drops its last, short batch: torch_xla padded
+    a batch the devices do not divide, and a DTensor loss raises on it (or, for some, takes
+    a biased mean)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (resolve(node.func) or "").rsplit(".", 1)[-1] == "DataLoader" \
+                and (resolve(node.func) or "").startswith("torch.utils.data"):
+            if not any(k.arg == "drop_last" and isinstance(k.value, ast.Constant) and k.value.value is True
+                       for k in node.keywords):
+                return False
+    return True
+
+
+def _built_of_layers(function: ast.FunctionDef, model: str, resolve: Callable[[ast.AST], str | None]) -> bool:
+    """Whether each binding of the model is torch.nn layers of `_LAYERS` (optionally moved
+    with `.to(...)`), with literals and names as their arguments: a class of the program's
+    own, or of a library, has a `forward` this module cannot see."""
+    def layers(node: ast.AST) -> bool:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to":
+            return layers(node.func.value)
+        if not isinstance(node, ast.Call):
+            return False
+        name = resolve(node.func) or ""
+        if not (name.startswith("torch.nn.") and name.count(".") == 2 and name.rsplit(".", 1)[1] in _LAYERS):
+            return False
+        return all(layers(arg) if isinstance(arg, ast.Call) else isinstance(arg, (ast.Constant, ast.Name, ast.BinOp, ast.Tuple))
+                   for arg in [*node.args, *(k.value for k in node.keywords)])
+
+    bindings = [node for node in ast.walk(function) if isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == model for t in node.targets)]
+    return bool(bindings) and all(len(b.targets) == 1 and layers(b.value) for b in bindings)
+
+
+def _losses(function: ast.FunctionDef, resolve: Callable[[ast.AST], str | None]) -> set[str]:
+    """The names the function binds to a loss module of `_LOSSES` (`criterion = nn.CrossEntropyLoss()`)."""
+    return {t.id for node in ast.walk(function) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and (resolve(node.value.func) or "").rsplit(".", 1)[-1] in _LOSSES
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+def _known_callee(call: ast.Call, resolve: Callable[[ast.AST], str | None], derived: set[str], modules: set[str]) -> bool:
+    """Whether a call that takes a DTensor is one whose work on it is known: a torch
+    operation, a method of a DTensor, the model or a loss module, or a builtin that only
+    iterates or sums. A function of the program's own may read it on the host."""
+    func = call.func
+    if isinstance(func, ast.Name) and (func.id in modules or func.id in _BUILTINS and resolve(func) is None):
+        return True
+    if isinstance(func, ast.Attribute) and _mentions(func.value, derived):
+        return True
+    return (resolve(func) or "").split(".")[0] == "torch"
+
+
 def _model_runs_on_dtensors(nodes: list[ast.AST], model: str, derived: set[str]) -> bool:
     """Whether every run of the model (`model(...)`, `model.forward(...)`) takes DTensors or
     constants: its parameters are DTensors now, and a plain tensor beside them raises (a
@@ -376,7 +464,7 @@ def _mentions(node: ast.AST, names: set[str]) -> bool:
 
 
 def _reads(function: ast.FunctionDef, derived: set[str], parents: dict[int, ast.AST], skip: set[int],
-           sharded_from: int) -> int | None:
+           sharded_from: int, known: Callable[[ast.Call], bool]) -> int | None:
     """How many statements of the function read a DTensor on the host, when every use of a
     derived name is one the migration keeps right (the module docstring), else None."""
     statements: set[int] = set()
@@ -400,6 +488,8 @@ def _reads(function: ast.FunctionDef, derived: set[str], parents: dict[int, ast.
         parent = parents.get(id(top))
         if isinstance(parent, ast.Expr) and isinstance(top, ast.Call):
             continue  # `loss.backward()`, `optimizer.step()`: a call made for what it does
+        if any(isinstance(p, ast.Call) and not known(p) for p in _callers(top, parents)):
+            return None  # handed to a function whose work on a DTensor is not known
         if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _within(top, statement.value):
             continue  # computes another DTensor (`_derived` made its target one)
         if isinstance(statement, (ast.For, ast.AsyncFor)) and _within(top, statement.iter):
@@ -408,6 +498,18 @@ def _reads(function: ast.FunctionDef, derived: set[str], parents: dict[int, ast.
             continue
         return None
     return len(statements)
+
+
+def _callers(node: ast.AST, parents: dict[int, ast.AST]) -> Iterator[ast.AST]:
+    """The calls `node` is an argument of, up to its statement."""
+    current = node
+    while True:
+        parent = parents.get(id(current))
+        if parent is None or isinstance(parent, ast.stmt):
+            return
+        if isinstance(parent, ast.Call) and parent.func is not current:
+            yield parent
+        current = parent
 
 
 def _chain(node: ast.AST, parents: dict[int, ast.AST]) -> Iterator[ast.AST]:
