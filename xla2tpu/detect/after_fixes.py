@@ -32,8 +32,8 @@ from xla2tpu.catalogue import template_text
 from xla2tpu.trees.blocks import first_line
 from xla2tpu.catalogue.rules import Case
 from xla2tpu.detect.conditions import message_of
-from xla2tpu.detect import (call_shapes, env_access_site, launch_site, loader_site, profiler_site, rate_tracker_site,
-                            spmd_program)
+from xla2tpu.detect import (call_shapes, collective_sites, env_access_site, launch_site, loader_site, profiler_site,
+                            rate_tracker_site)
 from xla2tpu.detect.import_sites import ImportSite, decide, fallback_only
 from xla2tpu.trees.names import dotted_name
 from xla2tpu.detect.positions import Positions
@@ -141,9 +141,7 @@ class Leftovers:
             self._delete(site.parents[-3], site.parents[:-3], site.scope)  # type: ignore[arg-type]
         elif site.decided and site.case.template == loader_site.PARALLEL:
             self._parallel_loader(site)
-        elif site.case.template in spmd_program.TRANSFORMS:
-            raise _CannotTell  # the program's edits reach past the call: LibCST's pass tells
-        elif site.decided and site.made is not None:  # a collective (collective_sites.made)
+        elif site.decided and isinstance(site.made, collective_sites.Made):
             made = site.made
             self._writes(made.texts)
             kept = [*_kept(site, made.texts), *(site.args[p] for p in made.kept if site.args and p in site.args)]

@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 
 from xla2tpu.catalogue.diagnostics import FixClass
 from xla2tpu.catalogue.rules import Case, Rule
-from xla2tpu.detect import collective_sites
+from xla2tpu.detect import collective_sites, spmd_program
 from xla2tpu.project.scope import Scope
 
 # What an ast-decided transform found it writes or edits, for after_fixes.
-TransformMade = collective_sites.Made | tuple[tuple[ast.Call, Scope], ...] | None
+# (An SPMD program's edits reach past its calls: `check` leaves them to LibCST's pass.)
+TransformMade = collective_sites.Made | tuple[tuple[ast.Call, Scope], ...] | spmd_program.Program | None
 # A transform's decision on the ast: whether its fix can be made, the templates whose names it
 # spells, and what it found (`TransformMade`).
 Decision = tuple[bool, tuple[str, ...], TransformMade]

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xla2tpu.detect.conditions import literal
+from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS
 from xla2tpu.detect.values import MISSING, tuple_items
 from xla2tpu.project.facts import Fact, Facts, is_main
 from xla2tpu.sources.notebook_cells import BOUNDARY
@@ -77,7 +78,6 @@ LAUNCHERS = frozenset({"torch_xla.distributed.xla_multiprocessing.spawn", "torch
                        "torch_xla._internal.pjrt.run_multiprocess"})
 _LAUNCHER_TAILS = frozenset(name.rsplit(".", 1)[1] for name in LAUNCHERS)
 _PROCESS_GROUP = "init_process_group"
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def launchable(args: Mapping[str, ast.AST], whole_statement: bool, tree: ast.Module, lines: Sequence[str],
@@ -191,14 +191,14 @@ def parent_only(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> f
     launched = {n.id for arg in [*launch.args[:1], *(k.value for k in launch.keywords if k.arg == "fn")]
                 for n in ast.walk(arg) if isinstance(n, ast.Name)}
     main = [node for node in tree.body if is_main(node)]
-    functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    functions = {node.name: node for node in tree.body if isinstance(node, FUNCTIONS)}
     # Where each function of the module is named: the top-level statement holding the
     # name, or None where it is not a call made by that statement's own code (a value
     # handed on, or a call inside a function or lambda defined there, which may run anywhere).
     named: dict[str, list[ast.stmt | None]] = {name: [] for name in functions}
     for top in tree.body:
         calls = {id(n.func) for n in ast.walk(top) if isinstance(n, ast.Call)}
-        nested = {id(n) for d in ast.walk(top) if d is not top and isinstance(d, (*_DEFINITIONS, ast.Lambda))
+        nested = {id(n) for d in ast.walk(top) if d is not top and isinstance(d, (*DEFINITIONS, ast.Lambda))
                   for n in ast.walk(d)}
         for node in ast.walk(top):
             if isinstance(node, ast.Name) and node.id in named and isinstance(node.ctx, ast.Load):

@@ -505,7 +505,7 @@ class Detector:
         if len(self._parents) < 2 or id(self._parents[1]) not in self._parent_only:
             return False
         # Not in a definition of its own inside it (a nested function may run anywhere).
-        return not any(isinstance(p, (*FUNCTIONS, ast.Lambda, ast.ClassDef)) for p in self._parents[2:])
+        return not any(isinstance(p, (*DEFINITIONS, ast.Lambda)) for p in self._parents[2:])
 
     def _in_setup_branch(self) -> bool:
         """Whether the site is in the XLA branch of an `if`/`elif` chain whose other branches

@@ -41,7 +41,9 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from xla2tpu.detect.scopes import DEFINITIONS
 from xla2tpu.project.facts import is_main
+from xla2tpu.trees.names import last_name
 
 USE_SPMD = "torch_xla.runtime.use_spmd"
 MESH = "torch_xla.distributed.spmd.Mesh"
@@ -53,7 +55,6 @@ _OTHERS = frozenset({
     "torch_xla.sync", "torch_xla.runtime.global_runtime_device_count", "torch_xla.runtime.global_device_count",
 })
 HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})  # each reads a DTensor's full value after `.full_tensor()`
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 # What the DTensors may meet, each measured on a batch-sharded DTensor against one process
 # (torch 2.13; the review of fixtures/XLA701 and docs/ecosystem.md): torch.nn layers whose
 # forward is a function of their parameters and input alone, with no random op and no
@@ -143,9 +144,9 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
     function, statement, mesh, axes = found
     shardings = [node for node, name in uses if name == MARK_SHARDING]
     inner = [n for n in ast.walk(function) if n is not function]
-    if not shardings or any(not _inside(s, inner) for s in shardings):
+    if not shardings or any(not _within(s, function) for s in shardings):
         return None
-    if any(isinstance(node, _DEFINITIONS) for node in inner):
+    if any(isinstance(node, (*DEFINITIONS, ast.Lambda)) for node in inner):
         return None  # a function or lambda of its own may see the DTensors anywhere
     if not _torch_calls_known(inner, resolve) or not _even_batches(tree, resolve):
         return None
@@ -215,9 +216,8 @@ def _inert(statement: ast.stmt) -> bool:
     if isinstance(statement, ast.Expr):
         return isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str)
     if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
-        return all(isinstance(n, (ast.Constant, ast.Tuple, ast.List, ast.Name, ast.Load, ast.Store, ast.UnaryOp, ast.USub))
-                   for n in ast.walk(statement.value)) and not any(
-                       isinstance(n, ast.Name) for n in ast.walk(statement.value))
+        return all(isinstance(n, (ast.Constant, ast.Tuple, ast.List, ast.Load, ast.UnaryOp, ast.USub))
+                   for n in ast.walk(statement.value))
     return False
 
 
@@ -252,19 +252,12 @@ def _identity(ids: ast.AST) -> bool:
     order, which rank order on a DeviceMesh keeps."""
     if not isinstance(ids, ast.Call) or ids.keywords or len(ids.args) != 1:
         return False
-    tail = ids.func.attr if isinstance(ids.func, ast.Attribute) else ids.func.id if isinstance(ids.func, ast.Name) else ""
+    tail = last_name(ids.func)
     if tail in ("arange", "range"):
         return True
-    return tail in ("array", "list", "asarray") and _identity(ids.args[0]) and _tail(ids.args[0]) == "range"
-
-
-def _tail(call: ast.AST) -> str:
-    func = call.func if isinstance(call, ast.Call) else None
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-
-
-def _inside(call: ast.AST, nodes: list[ast.AST]) -> bool:
-    return any(node is call for node in nodes)
+    inner = ids.args[0]
+    return (tail in ("array", "list", "asarray") and _identity(inner) and isinstance(inner, ast.Call)
+            and last_name(inner.func) == "range")
 
 
 def _model(function: ast.FunctionDef, mesh: ast.Assign, resolve: Callable[[ast.AST], str | None]) -> str | None:
@@ -372,8 +365,8 @@ def _torch_calls_known(nodes: list[ast.AST], resolve: Callable[[ast.AST], str | 
         if name.startswith("torch.nn.functional."):
             if name.rsplit(".", 1)[1] not in _FUNCTIONS:
                 return False
-        elif name.startswith("torch.nn.") and name.count(".") == 2:
-            if name.rsplit(".", 1)[1] not in _LAYERS | _LOSSES:
+        elif _nn_class(name):
+            if _nn_class(name) not in _LAYERS | _LOSSES:
                 return False
         else:
             continue
@@ -387,12 +380,17 @@ def _even_batches(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) ->
     a batch the devices do not divide, and a DTensor loss raises on it (or, for some, takes
     a biased mean)."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (resolve(node.func) or "").rsplit(".", 1)[-1] == "DataLoader" \
-                and (resolve(node.func) or "").startswith("torch.utils.data"):
+        name = (resolve(node.func) or "") if isinstance(node, ast.Call) else ""
+        if name.startswith("torch.utils.data") and name.rsplit(".", 1)[-1] == "DataLoader":
             if not any(k.arg == "drop_last" and isinstance(k.value, ast.Constant) and k.value.value is True
                        for k in node.keywords):
                 return False
     return True
+
+
+def _nn_class(name: str) -> str:
+    """`Linear` of `torch.nn.Linear` (a class of torch.nn itself), else ""."""
+    return name[len("torch.nn."):] if name.startswith("torch.nn.") and name.count(".") == 2 else ""
 
 
 def _built_of_layers(function: ast.FunctionDef, model: str, resolve: Callable[[ast.AST], str | None]) -> bool:
@@ -404,8 +402,7 @@ def _built_of_layers(function: ast.FunctionDef, model: str, resolve: Callable[[a
             return layers(node.func.value)
         if not isinstance(node, ast.Call):
             return False
-        name = resolve(node.func) or ""
-        if not (name.startswith("torch.nn.") and name.count(".") == 2 and name.rsplit(".", 1)[1] in _LAYERS):
+        if _nn_class(resolve(node.func) or "") not in _LAYERS:
             return False
         return all(layers(arg) if isinstance(arg, ast.Call) else isinstance(arg, (ast.Constant, ast.Name, ast.BinOp, ast.Tuple))
                    for arg in [*node.args, *(k.value for k in node.keywords)])
