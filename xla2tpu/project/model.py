@@ -348,15 +348,17 @@ class Project:
                 out.append(target)
         return tuple(out)
 
-    def programs(self) -> list[str]:
-        """The paths of the modules whose torch_xla launch may be migrated by a fix: their
-        processes fact after the fix decides what the modules they import inherit, and an
-        `xla_spawn.py`-style launcher's decides the processes of the `_mp_fn` modules it
-        starts (processed first, as those are programs too)."""
+    def programs(self) -> tuple[list[str], list[str]]:
+        """The paths of the modules whose torch_xla launch may be migrated by a fix, in two
+        rounds: `xla_spawn.py`-style launchers first, as their processes after the fix decide
+        the processes of the `_mp_fn` modules they start; then the other programs (those
+        `_mp_fn` modules among them), whose processes after the fix decide what the modules
+        they import inherit."""
         found = [m for m in self.modules.values() if m.summary.facts is not None
                  and m.summary.facts.processes.value == "spawn"
                  and (self._edges(m) or _entry_launch(m.summary.facts.processes))]
-        return [m.path for m in sorted(found, key=lambda m: not _entry_launch(m.summary.facts.processes))]  # type: ignore[union-attr]
+        launchers = sorted(m.path for m in found if _entry_launch(m.summary.facts.processes))  # type: ignore[union-attr]
+        return launchers, sorted(m.path for m in found if m.path not in launchers)
 
     def settle(self, path: str, processes: Fact) -> None:
         """A program's processes fact as its own run decided it (its launch migrated or not)."""

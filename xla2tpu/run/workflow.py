@@ -100,8 +100,9 @@ def stdin_context(name: str, data: bytes, config: Config, catalogue: Catalogue, 
     excluder = Excluder(config.root, [*config.exclude, *config.extend_exclude])
     model = load_project(project_root or find_root([Path(name)]), excluder, catalogue, cache, {}, {name: data})
 
-    for path, program in _programs(model, settings, {name: data}):
-        _settle(model, process(path, program, file_settings(config, catalogue, settings, path, lengths), model.context(path)))
+    for round_ in _programs(model, settings, {name: data}):
+        for path, program in round_:
+            _settle(model, process(path, program, file_settings(config, catalogue, settings, path, lengths), model.context(path)))
     return model.context(name)
 
 
@@ -274,11 +275,13 @@ def _run(paths: Sequence[Path], config: Config, catalogue: Catalogue, settings: 
             finished(result)
             yield result
 
-    programs = _programs(model, settings, read)
-    for result in compute(programs):
-        _settle(model, result)
-        if result.path in lines:  # a program of the run, not one read for its facts only
-            add(result)
+    programs: list[tuple[str, bytes]] = []
+    for round_ in _programs(model, settings, read):  # each round's contexts see the last's settled
+        programs += round_
+        for result in compute(round_):
+            _settle(model, result)
+            if result.path in lines:  # a program of the run, not one read for its facts only
+                add(result)
     settled = {os.path.abspath(name) for name, _ in programs}
     rest = [(name, read.get(name)) for name in lines if not settled or os.path.abspath(name) not in settled]
     for result in compute(rest):
@@ -288,23 +291,26 @@ def _run(paths: Sequence[Path], config: Config, catalogue: Catalogue, settings: 
     return outcome
 
 
-def _programs(model: Project, settings: Settings, read: dict[str, bytes]) -> list[tuple[str, bytes]]:
+def _programs(model: Project, settings: Settings, read: dict[str, bytes]) -> list[list[tuple[str, bytes]]]:
     """The programs of the project whose torch_xla launch this fix may migrate (only unsafe
-    fixes do), the run's own or read now: what the modules they import inherit is their
-    processes after the fix, so they are processed first."""
+    fixes do), the run's own or read now, in the rounds `Project.programs` gives: what the
+    modules they import inherit is their processes after the fix, so they are processed first."""
     if FixClass.UNSAFE not in settings.apply:
         return []
     given = {os.path.abspath(name): (name, data) for name, data in read.items()}
-    items = []
-    for path in model.programs():
-        if path in given:
-            items.append(given[path])
-            continue
-        try:
-            items.append((path, read_file(Path(path))))
-        except FileProblem:
-            continue  # its own run reports it
-    return items
+    rounds = []
+    for paths in model.programs():
+        items = []
+        for path in paths:
+            if path in given:
+                items.append(given[path])
+                continue
+            try:
+                items.append((path, read_file(Path(path))))
+            except FileProblem:
+                continue  # its own run reports it
+        rounds.append(items)
+    return rounds
 
 
 def _settle(model: Project, result: FileResult) -> None:
