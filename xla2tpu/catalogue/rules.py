@@ -85,6 +85,7 @@ _CONDITION_KINDS = {
     "read-back",  # an env write whose variable the same file also reads
     "after",  # after:CALLEE({p}, {_}) — an earlier call of the same function (detect/ast_earlier.py)
     "then",  # then:CALLEE({p}) — the call of the statement that runs next (detect/ast_earlier.py)
+    "guarded-by",  # guarded-by:CALLEE() — the statement is all of `if not CALLEE():` (detect/ast_earlier.py)
     "tensor",  # tensor:SLOT — the expression slot is known to be a tensor (tensors.py)
     "compared",  # the call is an operand of a comparison (`x.device == xm.xla_device()`)
     "top-level",  # the site is at module level (not inside a def)

@@ -32,8 +32,8 @@ from xla2tpu.catalogue import template_text
 from xla2tpu.trees.blocks import first_line
 from xla2tpu.catalogue.rules import Case
 from xla2tpu.detect.conditions import message_of
-from xla2tpu.detect import (call_shapes, collective_sites, env_access_site, launch_site, loader_site, profiler_site,
-                            rate_tracker_site)
+from xla2tpu.detect import (call_shapes, collective_sites, copied_helpers, env_access_site, launch_site, loader_site,
+                            profiler_site)
 from xla2tpu.detect.import_sites import ImportSite, decide, fallback_only
 from xla2tpu.trees.names import dotted_name
 from xla2tpu.detect.positions import Positions
@@ -161,10 +161,10 @@ class Leftovers:
             assert site.args is not None
             self._writes(env_access_site.TEMPLATES[site.case.template])
             self._region(site.scope, site.node, [site.args[p] for p in ("name", "type", "defval", "default") if p in site.args])
-        elif site.decided and site.case.template == rate_tracker_site.TEMPLATE:
-            # The callee becomes the class written into the module; the arguments stay.
-            assert isinstance(site.node, ast.Call)
-            self._written(template_text.identifiers(rate_tracker_site.CLASS) | {"time"})  # {clock}: time.perf_counter
+        elif site.decided and site.case.template == copied_helpers.TEMPLATE:
+            # The callee becomes the copy written into the module; the arguments stay.
+            assert isinstance(site.node, ast.Call) and isinstance(site.made, copied_helpers.Helper)
+            self._written(copied_helpers.written(site.made))
             self._region(site.scope, site.node, [*site.node.args, *site.node.keywords])
         elif site.decided and site.case.template == profiler_site.TEMPLATE:
             texts = profiler_site.texts(site.name)

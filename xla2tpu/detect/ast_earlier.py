@@ -97,6 +97,24 @@ def call_next(parents: Sequence[ast.AST], lines: Sequence[str] | None = None) ->
     return []
 
 
+def guard_of(parents: Sequence[ast.AST], lines: Sequence[str] | None = None) -> list[ast.Call]:
+    """The call of `if not call():` when the statement holding the site is that `if`'s whole
+    body (no `else`), on a line of its own: a check the code already makes before the site
+    runs (`if not dist.is_initialized(): dist.init_process_group(...)`)."""
+    index = next((i for i in range(len(parents) - 1, -1, -1) if isinstance(parents[i], ast.stmt)), 0)
+    if index == 0 or "body" in parents[index]._fields:
+        return []
+    statement, owner = parents[index], parents[index - 1]
+    if not (isinstance(owner, ast.If) and owner.body == [statement] and not owner.orelse):
+        return []
+    if lines is not None and _is_suite(owner.body, lines):
+        return []
+    test = owner.test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call):
+        return [test.operand]
+    return []
+
+
 def _block_of(owner: ast.AST, statement: ast.AST) -> list[ast.stmt] | None:
     for field in ("body", "orelse", "finalbody"):
         block = getattr(owner, field, None)

@@ -48,6 +48,7 @@ class Site:
     read_back: bool = False  # an environment write whose variable the same file reads
     after: frozenset[str] = frozenset()  # the `after:` patterns that hold here (detect/ast_earlier.py)
     then: frozenset[str] = frozenset()  # the `then:` patterns that hold here (detect/ast_earlier.py)
+    guarded_by: frozenset[str] = frozenset()  # the `guarded-by:` patterns that hold here (detect/ast_earlier.py)
     facts: Facts = UNKNOWN  # what the file is (facts.py)
 
 
@@ -114,6 +115,8 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = condition.arg in site.after
     elif base == "then":
         result = condition.arg in site.then
+    elif base == "guarded-by":
+        result = condition.arg in site.guarded_by
     elif base == "read-back":
         result = site.read_back
     elif base == "with-item":

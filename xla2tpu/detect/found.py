@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 
 from xla2tpu.catalogue.diagnostics import FixClass
 from xla2tpu.catalogue.rules import Case, Rule
-from xla2tpu.detect import collective_sites, spmd_program
+from xla2tpu.detect import collective_sites, copied_helpers, spmd_program
 from xla2tpu.project.scope import Scope
 
 # What an ast-decided transform found it writes or edits, for after_fixes.
 # (An SPMD program's edits reach past its calls: `check` leaves them to LibCST's pass.)
-TransformMade = collective_sites.Made | tuple[tuple[ast.Call, Scope], ...] | spmd_program.Program | None
+TransformMade = (collective_sites.Made | tuple[tuple[ast.Call, Scope], ...] | spmd_program.Program | copied_helpers.Helper
+                 | None)
 # A transform's decision on the ast: whether its fix can be made, the templates whose names it
 # spells, and what it found (`TransformMade`).
 Decision = tuple[bool, tuple[str, ...], TransformMade]
@@ -39,7 +40,8 @@ class Found:
     form: str = ""  # an expression site's pattern
     decided: bool = False  # a transform whose fix the ast decided (`Detector._transform_decision`)
     # What an ast-decided transform found it writes or edits: a collective's templates
-    # (collective_sites.Made), a parallel loader's per-device calls (each with its scope).
+    # (collective_sites.Made), a parallel loader's per-device calls (each with its scope), the
+    # helper a call's copy is (copied_helpers.Helper).
     made: TransformMade = field(default=None, compare=False, repr=False)
     # What the fix leaves of the code around it is judged from these (detect/after_fixes.py):
     # the scope the site reads in, the nodes from the module down to it, and what its

@@ -11,7 +11,7 @@ tuple or a name. What the rewrite cannot keep exact stays manual: a launch that 
 statement of its own, a `fork` (or unknown) start method, a second torch_xla launch in the
 file (one worker function each), and a program whose own `init_process_group` calls are not
 all whole statements with torch_xla's backend (the worker creates the one "tpu" group; those
-calls become guarded, XLA603). `join` and `daemon` are dropped: torch_xla 2.9 ignored them
+calls become guarded, XLA603) or NCCL's (a GPU path, which never ran on TPU). `join` and `daemon` are dropped: torch_xla 2.9 ignored them
 and always waited for its workers.
 """
 
@@ -105,7 +105,8 @@ def launchable(args: Mapping[str, ast.AST], whole_statement: bool, tree: ast.Mod
     calls = [node for node in nodes if isinstance(node, ast.Call)]
     if sum(1 for call in calls if _launch(call, resolve)) != 1:
         return False  # one worker function per file, one launch to hand it to
-    return _own_groups_guardable(nodes, lines, sum(1 for call in calls if last_name(call.func) == _PROCESS_GROUP))
+    groups = [call for call in calls if last_name(call.func) == _PROCESS_GROUP and not _cuda_group(call)]
+    return _own_groups_guardable(nodes, lines, len(groups))
 
 
 def _spawnable(tree: ast.Module, nodes: Sequence[ast.AST], fn: ast.AST, lines: Sequence[str]) -> bool:
@@ -158,16 +159,31 @@ def _own_groups_guardable(nodes: Sequence[ast.AST], lines: Sequence[str], calls:
     alone on its lines with torch_xla's backend and init method, which XLA603 guards
     (`if not is_initialized(): init_process_group("tpu")`) once the worker made the group."""
     statements = [node for node in nodes if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
-                  and last_name(node.value.func) == _PROCESS_GROUP]
+                  and last_name(node.value.func) == _PROCESS_GROUP and not _cuda_group(node.value)]
     return len(statements) == calls and all(_xla_group(s.value) and _alone(s, lines) for s in statements)
 
 
 def _xla_group(call: ast.Call) -> bool:
+    backend, method = _group_arguments(call)
+    return (isinstance(backend, ast.Constant) and backend.value == "xla"
+            and (method is None or isinstance(method, ast.Constant) and method.value == "xla://"))
+
+
+def _cuda_group(call: ast.Call) -> bool:
+    """An NCCL group (`init_process_group("nccl")`): code of the program's GPU path, which
+    never ran on a TPU host under torch_xla either (no NCCL there). Left as it is, beside the
+    worker's "tpu" group: should a TPU run ever reach it, it raises (a group exists), as it
+    failed before."""
+    backend, _ = _group_arguments(call)
+    return isinstance(backend, ast.Constant) and backend.value == "nccl"
+
+
+def _group_arguments(call: ast.Call) -> tuple[ast.AST | None, ast.AST | None]:
+    """The backend and init method an `init_process_group` call passes."""
     keywords = {keyword.arg: keyword.value for keyword in call.keywords}
     backend = call.args[0] if call.args else keywords.get("backend")
     method = call.args[1] if len(call.args) > 1 else keywords.get("init_method")
-    return (isinstance(backend, ast.Constant) and backend.value == "xla"
-            and (method is None or isinstance(method, ast.Constant) and method.value == "xla://"))
+    return backend, method
 
 
 def _alone(statement: ast.stmt, lines: Sequence[str]) -> bool:

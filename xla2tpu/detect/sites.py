@@ -29,7 +29,7 @@ from xla2tpu.catalogue.rules import Case, Rule
 from xla2tpu.detect.conditions import Site, applies, choose, message_of, withheld
 from xla2tpu.trees.blocks import Group, blocks, first_line, lazy_imports
 from xla2tpu.detect import (ast_earlier, ast_patterns, call_shapes, collective_sites, env_access_site, launch_site,
-                            loader_site, profiler_site, rate_tracker_site, spmd_program)
+                            loader_site, profiler_site, copied_helpers, spmd_program)
 from xla2tpu.trees.names import dotted_name
 from xla2tpu.trees.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
@@ -361,7 +361,7 @@ class Detector:
         note = ""
         if transform:
             fixable = case.fixable and site.args is not None
-            decision = self._transform_decision(case, node, site.args) if fixable else None
+            decision = self._transform_decision(case, node, site.args, qualname) if fixable else None
             if decision is not None:
                 (fixable, texts, made), decided = decision, True
                 if fixable:  # the rewriter refuses it when a name it spells does not reach its module
@@ -380,11 +380,11 @@ class Detector:
         # rewriter refuses keeps its arguments.
         found.keeps_arguments = bool(note) or not (transform and fixable) and (not fixable or case.fix is FixClass.MANUAL)
 
-    def _transform_decision(self, case: Case, node: ast.Call, args: Mapping[str, ast.AST]) -> Decision | None:
+    def _transform_decision(self, case: Case, node: ast.Call, args: Mapping[str, ast.AST], qualname: str) -> Decision | None:
         """Whether the transform's fix can be made at the call being left, the templates whose
         names it spells there and what after_fixes needs of it (`Found.made`), for the
         transforms whose answer the code around the call gives (rewriter.py builds them
-        alike); None: only building it tells."""
+        alike); None: only building it tells. `qualname`: the callee's."""
         template = case.template
         if template == "call-closure":
             return True, (), None  # its case holds when the closure is there: it is called in place
@@ -411,8 +411,9 @@ class Detector:
         if template in env_access_site.TEMPLATES:
             makeable = env_access_site.makeable(template, args, self.positions.line_texts)
             return makeable, env_access_site.TEMPLATES[template], None
-        if template == rate_tracker_site.TEMPLATE:  # its class spells `time` as it is, at module level
-            return rate_tracker_site.clock(self.scopes.module) is not None, (), None
+        if template == copied_helpers.TEMPLATE:  # its copies spell `time` as it is, at module level
+            helper = copied_helpers.helper(qualname)
+            return helper is not None and copied_helpers.copyable(self.scopes.module), (), helper
         if template in spmd_program.TRANSFORMS:  # all or none: the program's decision is the site's
             program = self._spmd_program()
             return program is not None, spmd_program.TEMPLATES, program
@@ -476,6 +477,7 @@ class Detector:
             with_item=isinstance(parent, ast.withitem) and parent.optional_vars is None,
             after=self._around(rule, node, args, "after"),
             then=self._around(rule, node, args, "then"),
+            guarded_by=self._around(rule, node, args, "guarded-by"),
             compared=isinstance(parent, ast.Compare),
             setup_branch=uses(rule, "setup-branch") and self._in_setup_branch(),
             launch_parent=uses(rule, "launch-parent") and self._in_launch_parent(),
@@ -483,11 +485,16 @@ class Detector:
         )
 
     def _around(self, rule: Rule, node: ast.Call, args: dict | None, kind: str) -> frozenset[str]:
-        """The patterns of `kind` (`after:` / `then:`, ast_earlier.py) that hold at the site."""
+        """The patterns of `kind` (`after:` / `then:` / `guarded-by:`, ast_earlier.py) that hold at the site."""
         wanted = {c.arg for case in rule.cases for c in case.when if c.kind.endswith(kind)}
         if not wanted:
             return frozenset()
-        calls = ast_earlier.calls_before(self._parents, node) if kind == "after" else ast_earlier.call_next(self._parents, self.positions.line_texts)
+        if kind == "after":
+            calls = ast_earlier.calls_before(self._parents, node)
+        elif kind == "then":
+            calls = ast_earlier.call_next(self._parents, self.positions.line_texts)
+        else:
+            calls = ast_earlier.guard_of(self._parents, self.positions.line_texts)
         scope = self.scope
         return frozenset(p for p in wanted if ast_earlier.matches(p, calls, lambda n: resolve(scope, n), args))
 

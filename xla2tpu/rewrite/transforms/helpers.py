@@ -1,10 +1,9 @@
 """torch_xla's example helpers as plain Python in the user's module.
 
-- `rate-tracker`: `xm.RateTracker(...)` → `RateTracker(...)`, a copy of torch_xla's small
-  class emitted once at the top of the module (after its imports). A class, not inline
-  arithmetic: a tracker is state (counts, the last smoothed rate) that examples hand to
-  closures and helper functions (`train_update(..., tracker)`), so only an object with
-  the same `add` / `rate` / `global_rate` methods keeps every use working unchanged.
+- `copied-helper`: `xm.RateTracker(...)` → `RateTracker(...)`, `test_utils.get_summary_writer(d)`
+  → `get_summary_writer(d)` & co: a copy of torch_xla's small class or function
+  (detect/copied_helpers.py) emitted once at the top of the module (after its imports),
+  with the helpers it calls.
 - `drop-printed-report`: `print(met.metrics_report())` (or `logger.info(...)`,
   `xm.master_print(...)`) as a whole statement → the statement removed: the report it
   prints does not exist under TorchTPU.
@@ -12,42 +11,35 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
-from xla2tpu.detect import rate_tracker_site
+from xla2tpu.detect import copied_helpers
 from xla2tpu.rewrite.transforms.base import DELETE, CallSite, Rewrite, transform
 from xla2tpu.detect.printers import prints
 
 
-def _tracker_name(source: str) -> str:
-    """`RateTracker`, unless the module already uses that bare word (`from ... import RateTracker`)."""
-    candidate, n = "RateTracker", 1
-    while re.search(rf"(?<![.\w]){re.escape(candidate)}\b", source):
-        n += 1
-        candidate = f"RateTracker{n}"
-    return candidate
-
-
-def _insert_after_imports(module: cst.CSTNode, definition: cst.ClassDef) -> cst.CSTNode:
-    """`module` with `definition` before its first statement that is not an import or the
-    docstring, unless an earlier edit already put a class of that name there."""
+def _insert_after_imports(module: cst.CSTNode, definition: cst.ClassDef | cst.FunctionDef,
+                          copies: dict[str, int]) -> cst.CSTNode:
+    """`module` with `definition` before its first statement that is not an import, the
+    docstring or an earlier copy of lower rank (`copies`: each copy's name and rank, see
+    copied_helpers.rank), unless an earlier edit already put one of that name there."""
     assert isinstance(module, cst.Module)
     body = list(module.body)
     name = definition.name.value
-    if any(isinstance(s, cst.ClassDef) and s.name.value == name for s in body):
+    if any(isinstance(s, (cst.ClassDef, cst.FunctionDef)) and s.name.value == name for s in body):
         return module
     index = 0
     for index, statement in enumerate(body):  # noqa: B007 - the index is the result
-        if not _is_preamble(statement, index):
+        earlier = (isinstance(statement, (cst.ClassDef, cst.FunctionDef))
+                   and copies.get(statement.name.value, copies[name]) < copies[name])
+        if not (_is_preamble(statement, index) or earlier):
             break
     else:
         index = len(body)
     blank = cst.EmptyLine()
     spaced = definition.with_changes(leading_lines=[blank, blank])
     if index < len(body):
-        # The statement after the class keeps its comments, with PEP 8's two blank lines above.
+        # The statement after the copy keeps its comments, with PEP 8's two blank lines above.
         follower = body[index]
         lines = list(follower.leading_lines)
         while lines and lines[0].comment is None:
@@ -67,20 +59,27 @@ def _is_preamble(statement: cst.BaseStatement, index: int) -> bool:
     return index == 0 and len(small) == 1 and isinstance(small[0], cst.Expr) and isinstance(small[0].value, cst.SimpleString)
 
 
-@transform(rate_tracker_site.TEMPLATE)
-def rate_tracker(site: CallSite) -> Rewrite | None:
-    clock = rate_tracker_site.clock(site.scope.module)
-    if clock is None:
+@transform(copied_helpers.TEMPLATE)
+def copied_helper(site: CallSite) -> Rewrite | None:
+    helper = site.made
+    if not isinstance(helper, copied_helpers.Helper) or not copied_helpers.copyable(site.scope.module):
         return None  # not the site the detector decided
-    spelling, imports = clock
-    name = _tracker_name(site.source)
-    definition = cst.parse_statement(rate_tracker_site.CLASS.format(name=name, clock=spelling))
-    assert isinstance(definition, cst.ClassDef)
-    expression = site.call.with_changes(func=cst.Name(name))
+    helpers = copied_helpers.with_needs(helper)
+    names = copied_helpers.fresh_names(list(copied_helpers.HELPERS.values()), site.source)
+    definitions = []
+    for each in helpers:
+        definition = cst.parse_statement(copied_helpers.rendered(each, names))
+        assert isinstance(definition, (cst.ClassDef, cst.FunctionDef))
+        definitions.append(definition)
+    copies = {copy: copied_helpers.rank(name) for name, copy in names.items()}
+    expression = site.call.with_changes(func=cst.Name(names[helper.name]))
 
     def insert(module: cst.CSTNode) -> cst.CSTNode:
-        return _insert_after_imports(module, definition)
+        for definition in definitions:
+            module = _insert_after_imports(module, definition, copies)
+        return module
 
+    imports = set() if site.scope.module.bindings.get("time") else {"time"}
     return Rewrite(expression=expression, later=[(site.module, insert)], imports=imports)
 
 
