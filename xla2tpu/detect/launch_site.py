@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from xla2tpu.detect.conditions import literal
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS
 from xla2tpu.detect.values import MISSING, tuple_items
-from xla2tpu.project.facts import Fact, Facts, is_main
+from xla2tpu.project.facts import ENTRY_POINTS, Fact, Facts, is_main
 from xla2tpu.sources.notebook_cells import BOUNDARY
 from xla2tpu.trees.names import last_name
 
@@ -133,10 +133,11 @@ def _forked_target(nodes: Sequence[ast.AST], function: str) -> bool:
 
 def _unseen_program(nodes: Sequence[ast.AST], fn: ast.AST) -> bool:
     """Whether `fn` is a function of a module imported at run time by name
-    (`mod = importlib.import_module(name)`; `mod.entry`) other than the `_mp_fn` convention:
-    what that program does (its own process group, say) cannot be seen here. `_mp_fn`
-    modules are the project model's to follow (they inherit the migrated launch)."""
-    if not (isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name)) or fn.attr == "_mp_fn":
+    (`mod = importlib.import_module(name)`; `mod.entry`) other than the launchers' entry
+    points (`_mp_fn`, facts.ENTRY_POINTS): what that program does (its own process group, say)
+    cannot be seen here. Entry-point modules are the project model's to follow (they inherit
+    the migrated launch)."""
+    if not (isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name)) or fn.attr in ENTRY_POINTS:
         return False
     name = fn.value.id
     return any(isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)

@@ -51,9 +51,18 @@ VALUES: dict[str, tuple[str, ...]] = {
     "transformers": ("old", "new", "unknown"),
 }
 
-# The reason a module's `processes=spawn` starts with when it comes from `def _mp_fn`: the
-# project model hands such a module the launch of its `xla_spawn.py`-style launcher.
-ENTRY = "defines `_mp_fn`"
+# The entry points torch_xla's launcher scripts import by module name and start in every
+# process, with the launcher each convention comes from: `_mp_fn` (the `xla_spawn.py` of
+# Transformers and accelerate), `_mp_entry` (timm's `launch_xla.py`).
+ENTRY_POINTS = {"_mp_fn": "xla_spawn.py", "_mp_entry": "launch_xla.py"}
+# The reason a module's `processes=spawn` starts with when it defines one (`defines `_mp_fn``):
+# the project model hands such a module the launch of its launcher.
+ENTRY = "defines `"
+
+
+def entry_point(reason: str) -> str | None:
+    """The entry point a `processes=spawn` reason says the module defines, or None."""
+    return next((name for name in ENTRY_POINTS if reason.startswith(f"{ENTRY}{name}`")), None)
 _XLA_LAUNCH = ("torch_xla.distributed.xla_multiprocessing.spawn", "torch_xla.launch", "torch_xla.torch_xla.launch")
 _TORCH_LAUNCH = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes")
 _PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
@@ -92,7 +101,7 @@ _CANDIDATE_WORDS = (
     "FullyShardedDataParallel", "fully_shard", "FSDP", "fsdp", "ordinal", "world_size", "DistributedSampler", "get_rank",
     "process_index", "process_count", "set_device_type", "PJRT_DEVICE", "neuron", "tt_torch", "torchacc", "NEURON_",
     "TTXLA_", "TT_METAL_", "TT_MLIR_", "TPU_", "spmd", "sharding", "Sharding", "Mesh", "MpDeviceLoader", "XLA_USE_SPMD",
-    "backend", "nprocs", "_mp_fn",
+    "backend", "nprocs", *ENTRY_POINTS,
 )
 
 
@@ -316,10 +325,12 @@ class _Scan:
 
     def walk(self, statement: ast.stmt) -> None:
         self._statement, self._off_xla = statement, None
-        if isinstance(statement, ast.FunctionDef) and statement.name == "_mp_fn":
+        if isinstance(statement, ast.FunctionDef) and statement.name in ENTRY_POINTS:
             # The entry point torch_xla's launcher scripts (`xla_spawn.py`, `xla_dist`) import
             # and start in every process: the module runs under a launch of another file.
-            self.note("entry-spawn", statement, f"{ENTRY}, which torch_xla launchers (`xla_spawn.py`) start in every process")
+            launcher = ENTRY_POINTS[statement.name]
+            self.note("entry-spawn", statement,
+                      f"{ENTRY}{statement.name}`, which torch_xla launchers (`{launcher}`) start in every process")
         todo = deque([statement])
         while todo:  # breadth first: a node comes before its children
             node = todo.popleft()

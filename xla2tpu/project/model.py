@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from xla2tpu.project.canonical import PROJECT, Canonicaliser
-from xla2tpu.project.facts import ENTRY, Fact, Facts
+from xla2tpu.project.facts import ENTRY_POINTS, Fact, Facts, entry_point
 from xla2tpu.sources.files import FileProblem, read
 from xla2tpu.project.module_summary import Definition, Import, Site, Summary, light, summarise
 from xla2tpu.sources.prefilter import holds_token
@@ -98,8 +98,8 @@ class Context:
         # workers have no torchrun variables even when the module wraps its model in DDP. A
         # migrated launch does too: its worker made the group the module's DDP joins.
         spawned = inherited is not None and inherited.value in ("spawn", "launched") and own == "process-group"
-        # A module that defines `_mp_fn` is started by the project's migrated launcher.
-        spawned = spawned or inherited is not None and inherited.value == "launched" and facts.processes.reason.startswith(ENTRY)
+        # A module that defines an entry point (`_mp_fn`) is started by the project's migrated launcher.
+        spawned = spawned or inherited is not None and inherited.value == "launched" and entry_point(facts.processes.reason) is not None
         if inherited is not None and (own not in ("spawn", "process-group") or spawned):
             if own == "one" and inherited.value in GROUPED:
                 reason = f"a one-process program of its own, and also {inherited.reason}: rewrites must be right for both"
@@ -267,8 +267,10 @@ class Project:
     def _deepen(self, deepen: Callable[[str], Summary]) -> None:
         """Parse the modules that can matter: those that can hold an idiom and are imported
         by another module, or import one and can show processes, or launch some module's
-        `_mp_fn` (the launcher decides those modules' processes). A parsed module may import
-        more than its light summary showed (imports inside functions): repeat until stable."""
+        `_mp_fn` (the launcher decides those modules' processes), or define one that a launcher
+        of the project launches. A parsed module may import more than its light summary showed
+        (imports inside functions): repeat until stable."""
+        launched = any(module.summary.launcher for module in self.modules.values())
         changed = True
         while changed:
             changed = False
@@ -277,7 +279,8 @@ class Project:
                 summary = module.summary
                 if summary.full or not summary.idiom:
                     continue
-                if module.path in imported or (summary.program and (summary.launcher or self._edges(module))):
+                if module.path in imported or (summary.program and (summary.launcher or self._edges(module))) \
+                        or summary.entry and launched:
                     module.summary = deepen(module.path)
                     self._edge_lists.pop(module.path, None)  # a parse shows imports inside functions too
                     changed = changed or module.summary.full
@@ -431,20 +434,21 @@ class Project:
                        facts.get("data-parallel"), findings, forced)
 
     def _entry_launcher(self, module: Module) -> Fact | None:
-        """For a module that defines `_mp_fn` (started by an `xla_spawn.py`-style launcher,
-        facts.py), the migrated launch of such a launcher in the project: its worker starts
-        `_mp_fn` in every process of the "tpu" group. None when the module is something else,
-        or no launcher of the project has its launch migrated."""
+        """For a module that defines a launcher entry point (`_mp_fn`, started by an
+        `xla_spawn.py`-style launcher, facts.py), the migrated launch of such a launcher in the
+        project: its worker starts the entry point in every process of the "tpu" group. None
+        when the module is something else, or no launcher of it has its launch migrated."""
         own = module.summary.facts.processes if module.summary.facts is not None else None
-        if own is None or own.value != "spawn" or not own.reason.startswith(ENTRY):
+        entry = None if own is None or own.value != "spawn" else entry_point(own.reason)
+        if entry is None:
             return None
         for path, fact in sorted(self._programs.items()):
-            if fact.value == "launched" and _entry_launch(fact):
+            if fact.value == "launched" and _entry_launch(fact, entry):
                 shown = self.modules[path].shown if path in self.modules else path
                 assert fact.evidence is not None
                 return Fact("processes", "launched", None,
-                            f"{ENTRY}, which {shown} starts: its launch is migrated to TorchTPU by this fix, every "
-                            f"worker joins the \"tpu\" process group ({shown}:{fact.evidence.line} `{fact.evidence.text}`)")
+                            f"defines `{entry}`, which {shown} starts: its launch is migrated to TorchTPU by this fix, "
+                            f"every worker joins the \"tpu\" process group ({shown}:{fact.evidence.line} `{fact.evidence.text}`)")
         return None
 
     def _findings(self, module: Module) -> Iterable[Finding]:
@@ -571,7 +575,8 @@ def build(root: Path, files: Mapping[str, bytes], listed: Iterable[str], stored:
     return model, store
 
 
-def _entry_launch(processes: Fact) -> bool:
-    """A torch_xla launch of some module's `_mp_fn` (`xmp.spawn(mod._mp_fn, ...)`), read off the
-    launch line its processes fact shows."""
-    return processes.evidence is not None and "._mp_fn" in processes.evidence.text
+def _entry_launch(processes: Fact, entry: str | None = None) -> bool:
+    """A torch_xla launch of some module's entry point (`xmp.spawn(mod._mp_fn, ...)`; `entry`:
+    that one), read off the launch line its processes fact shows."""
+    return processes.evidence is not None and any(
+        f".{name}" in processes.evidence.text for name in ENTRY_POINTS if entry in (None, name))

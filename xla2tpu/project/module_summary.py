@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from xla2tpu.trees.blocks import blocks, catches_import_error, module_level
 from xla2tpu.sources.decode import DecodeError, decode
-from xla2tpu.project.facts import Facts
+from xla2tpu.project.facts import ENTRY_POINTS, Facts
 from xla2tpu.project.facts import compute as compute_facts
 from xla2tpu.project.facts import is_main
 from xla2tpu.sources.prefilter import may_hold_idiom
@@ -28,7 +28,10 @@ from xla2tpu.trees.names import last_name
 _PACKAGE = re.compile(r"\btorch[_-]xla\b")
 # What a module that starts processes, joins a group, wraps a model in DDP or runs SPMD says.
 _PROGRAM = re.compile(r"spawn|launch|run_multiprocess|start_processes|init_process_group|DistributedDataParallel|_mp_fn"
-                      r"|FullyShardedDataParallel|fully_shard|use_spmd|XLA_USE_SPMD|fsdp_v2")
+                      r"|_mp_entry|FullyShardedDataParallel|fully_shard|use_spmd|XLA_USE_SPMD|fsdp_v2")
+# A launcher entry point (facts.ENTRY_POINTS) defined, and a launch of some module's (`mod._mp_fn`).
+_ENTRY = re.compile(rb"^[ \t]*def[ \t]+(?:" + b"|".join(name.encode() for name in ENTRY_POINTS) + rb")\b", re.M)
+_ENTRY_LAUNCH = re.compile(r"\.(?:" + "|".join(ENTRY_POINTS) + r")\b")
 # `import a.b as c, d` and `from .a import (b as c, d)` at any indentation: the light read.
 _IMPORT_LINE = re.compile(
     rb"^[ \t]*(?:import[ \t]+([\w., \t]+)|from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\r\n#;]+))", re.M)
@@ -78,14 +81,16 @@ class Summary:
     # is a program; None when the text shows none of them.
     facts: Facts | None = None
     main: bool = False  # has an `if __name__ == "__main__":` block
-    # Can hold an idiom (the prefilter, or `_mp_fn`: started by a torch_xla launcher), and
+    # Can hold an idiom (the prefilter, or an entry point like `_mp_fn`: started by a torch_xla launcher), and
     # can show processes, a group, DDP or SPMD (`_PROGRAM`): what a light summary tells.
     idiom: bool = False
     program: bool = False
     full: bool = False  # parsed (False: light, from the import lines only)
-    # Launches some module's `_mp_fn` (`xmp.spawn(mod._mp_fn, ...)`, an xla_spawn.py-style
+    # Launches some module's entry point (`xmp.spawn(mod._mp_fn, ...)`, an xla_spawn.py-style
     # launcher): its migrated launch decides the processes of the modules that define one.
     launcher: bool = False
+    # Defines an entry point (`def _mp_fn`) that such a launcher starts.
+    entry: bool = False
 
 
 def light(data: bytes, prefiltered: bool | None = None) -> Summary:
@@ -94,16 +99,19 @@ def light(data: bytes, prefiltered: bool | None = None) -> Summary:
     whether it has a `__main__` block. Enough to link the modules; `summarise` parses the
     ones that can matter (project/model.py). `prefiltered`: `may_hold_idiom(data)`, when known."""
     prefiltered = may_hold_idiom(data) if prefiltered is None else prefiltered
-    idiom = prefiltered or b"_mp_fn" in data  # `_mp_fn`: started by a torch_xla launcher
+    entry = _ENTRY.search(data) is not None
+    idiom = prefiltered or entry  # an entry point: started by a torch_xla launcher
     head = data if idiom else data[: _first_definition(data)]
     if not idiom:  # a module without a token shows neither a backend nor a program fact
         return Summary(imports=tuple(_import_lines(head)))
     handed = tuple(_sites(_HANDED, data)) if b"init_process_group" in data or b"init_distributed" in data else ()
     # The pattern tries every line; the literal it ends with is rare and found far faster.
     valued = tuple(_sites(_XLA_VALUE, data)) if b"xla'" in data or b'xla"' in data else ()
+    text = data.decode("utf-8", "replace")
     return Summary(imports=tuple(_import_lines(head)), backend_names=handed, xla_values=valued,
                    main=b"__main__" in data and _MAIN.search(data) is not None, idiom=idiom,
-                   program=_PROGRAM.search(data.decode("utf-8", "replace")) is not None, launcher=b"._mp_fn" in data)
+                   program=_PROGRAM.search(text) is not None, launcher=_ENTRY_LAUNCH.search(text) is not None,
+                   entry=entry)
 
 
 def summarise(data: bytes, canonical: Canonicaliser) -> Summary:
@@ -163,7 +171,7 @@ def of_tree(tree: ast.Module, text: str, canonical: Canonicaliser) -> Summary:
     facts = compute_facts(tree, text, canonical) if _PROGRAM.search(text) else None
     main = any(is_main(node) for node in tree.body)
     return Summary(tuple(imports), frozenset(defined), tuple(definitions), backend_names, xla_values, facts, main,
-                   True, facts is not None, True, "._mp_fn" in text)
+                   True, facts is not None, True, _ENTRY_LAUNCH.search(text) is not None)
 
 
 # The standard library's modules: an import of one never links two modules of a project.
