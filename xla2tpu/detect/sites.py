@@ -43,8 +43,9 @@ from xla2tpu.detect.found import Decision, Found
 from xla2tpu.project.facts import UNKNOWN, Facts
 from xla2tpu.catalogue.index import RuleIndex
 from xla2tpu.sources.noqa import Suppressions
+from xla2tpu.sources.prefilter import holds_token
 from xla2tpu.detect.printers import prints
-from xla2tpu.project.scope import Scope
+from xla2tpu.project.scope import OTHER, Scope
 from xla2tpu.detect.tensors import known_tensor_ast, tensor_names
 
 # Environment APIs whose first argument names a variable: qualified callee -> is a write.
@@ -337,8 +338,11 @@ class Detector:
             return
         self._string_args(node)
         qualname = resolve(self.scope, node.func)
+        other = None
         if qualname is None:
-            return
+            qualname, other = self._one_meaning(node.func)
+            if qualname is None:
+                return
         if qualname in ENV_CALLS:
             self._env_call(qualname, node)
             return
@@ -372,6 +376,8 @@ class Detector:
             note = self._spell_note(template_text.spelled_names(case.template))
         elif case.fixable and not fixable:
             note = withheld(rule.code)
+        if other is not None:  # a rule's call on one path only: reported, never rewritten
+            fixable, note = False, other
         found = self._add("call", rule, case, node, fixable, note, qualname, structural, key=dotted_name(node.func) or "")
         found.decided, found.made = decided, made
         found.inner = (start, len(self.found) - 1)
@@ -379,6 +385,26 @@ class Detector:
         # A transform that may be made is decided when it is built (rewriter.py); one the
         # rewriter refuses keeps its arguments.
         found.keeps_arguments = bool(note) or not (transform and fixable) and (not fixable or case.fix is FixClass.MANUAL)
+
+    def _one_meaning(self, func: ast.AST) -> tuple[str | None, str | None]:
+        """For a callee whose root name the scope binds more than once, one of them an import
+        of a legacy module (`import torch.multiprocessing as xmp` on the CUDA path,
+        `import torch_xla.distributed.xla_multiprocessing as xmp` on the TPU path): the call's
+        torch_xla meaning, and the note that says why it is not rewritten. (None, None) for
+        any other callee."""
+        name = dotted_name(func)
+        if name is None:
+            return None, None
+        root, dot, rest = name.partition(".")
+        owner = self.scope.owner(root)
+        meanings = owner.bindings.get(root, set()) if owner is not None else set()
+        legacy = sorted(m for m in meanings if m != OTHER and holds_token(m))
+        if len(meanings) < 2 or len(legacy) != 1:
+            return None, None
+        others = sorted(f"`{m}`" for m in meanings if m not in legacy and m != OTHER) or ["something else"]
+        note = (f"not rewritten: `{root}` is `{legacy[0]}` on one path and {', '.join(others)} on another; give the "
+                f"TPU path's import a name of its own, then run the fix again")
+        return legacy[0] + dot + rest, note
 
     def _transform_decision(self, case: Case, node: ast.Call, args: Mapping[str, ast.AST], qualname: str) -> Decision | None:
         """Whether the transform's fix can be made at the call being left, the templates whose
