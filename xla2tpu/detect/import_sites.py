@@ -18,6 +18,7 @@ from xla2tpu.detect.conditions import Site, applies, choose
 from xla2tpu.detect.scopes import FUNCTIONS, Scopes, from_module, none_assignment
 from xla2tpu.detect.vendor_branches import other_vendor_branch
 from xla2tpu.project.facts import Facts
+from xla2tpu.project.module_summary import EXPORTS_ALL
 from xla2tpu.catalogue.index import RuleIndex
 from xla2tpu.project.scope import Scope
 
@@ -149,11 +150,19 @@ def holds_only(body: Sequence[ast.stmt], kinds: tuple[type[ast.stmt], ...] = ())
     )
 
 
+_LEGACY = ("torch_xla.", "optimum.tpu.")  # packages that cannot be installed next to TorchTPU
+
+
 def decide(site: ImportSite, unused: bool, guard: Guard, top_level: bool, target: str, source: str,
-           facts: Facts) -> Case | None:
+           facts: Facts, exported: frozenset[str] = frozenset()) -> Case | None:
     """The case of the import's rule at `site`; None when the rule's own `when` rules it out.
     `unused` and `guard` are judged on the code as the fixes leave it: made (rewrite/import_pass.py),
-    or told on the ast (detect/after_fixes.py)."""
+    or told on the ast (detect/after_fixes.py). `exported`: the names the module's imports bind
+    for other modules (project/model.py's Context.exported): a module-level import of one is
+    used, there, unless it imports torch_xla or Optimum TPU itself (which goes either way)."""
+    if unused and top_level and not (site.qualname + ".").startswith(_LEGACY) and (
+            site.bound in exported or EXPORTS_ALL in exported):
+        unused = False
     guarded = guard is True or guard == FALLBACKS and not unused
     condition = Site(target=target, source=source, unused=unused, guarded=guarded, top_level=top_level, facts=facts)
     return choose(site.rule.cases, condition) if applies(site.rule, condition) else None

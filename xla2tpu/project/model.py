@@ -33,7 +33,7 @@ from pathlib import Path
 from xla2tpu.project.canonical import PROJECT, Canonicaliser
 from xla2tpu.project.facts import ENTRY_POINTS, Fact, Facts, entry_point
 from xla2tpu.sources.files import FileProblem, read
-from xla2tpu.project.module_summary import Definition, Import, Site, Summary, light, summarise
+from xla2tpu.project.module_summary import EXPORTS_ALL, Definition, Import, Site, Summary, light, summarise
 from xla2tpu.sources.prefilter import holds_token
 
 _MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
@@ -84,6 +84,11 @@ class Context:
     # The file must be analysed even without a prefilter token: it reads a project probe, or
     # a torch_xla name re-exported by a module of the project.
     forced: bool = False
+    # Names the file's imports bind that are its API: all of them in a package's `__init__.py`
+    # (EXPORTS_ALL), whose imports are what `from package import name` reads. (Not the names
+    # other modules import from a plain module: a fix that drops those imports would then
+    # drop the re-export on its second run.)
+    exported: frozenset[str] = frozenset()
 
     def canonicaliser(self, renames: Mapping[str, str]) -> Canonicaliser:
         return Canonicaliser(renames, self.aliases, self.relative)
@@ -118,7 +123,8 @@ class Context:
             return None if f is None else [f.value, f.reason]
         return json.dumps([sorted(f"{k[0]}|{k[1]}|{v}" for k, v in self.relative.items()), sorted(self.aliases.items()),
                            sorted(self.defined.items()), fact(self.processes), fact(self.spmd), fact(self.data_parallel),
-                           [[f.code, f.site.line, f.site.col, f.defined] for f in self.findings], self.forced])
+                           [[f.code, f.site.line, f.site.col, f.defined] for f in self.findings], self.forced,
+                           sorted(self.exported)])
 
 
 EMPTY = Context()
@@ -428,10 +434,11 @@ class Project:
         if launcher is not None:
             facts = {**facts, "processes": launcher}
         findings = tuple(self._findings(module))
-        if not (matters or aliases or facts or findings):
+        exported = frozenset({EXPORTS_ALL}) if os.path.basename(module.path) == "__init__.py" else frozenset()
+        if not (matters or aliases or facts or findings or exported):
             return EMPTY  # the project changes nothing in this file: it is judged on its own
         return Context(relative, aliases, defined, facts.get("processes"), facts.get("spmd"),
-                       facts.get("data-parallel"), findings, forced)
+                       facts.get("data-parallel"), findings, forced, exported)
 
     def _entry_launcher(self, module: Module) -> Fact | None:
         """For a module that defines a launcher entry point (`_mp_fn`, started by an

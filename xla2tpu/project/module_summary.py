@@ -24,6 +24,8 @@ from xla2tpu.sources.prefilter import may_hold_idiom
 from xla2tpu.project.canonical import Canonicaliser
 from xla2tpu.trees.names import last_name
 
+# The names a package's `__init__.py` exports (project/model.py's Context.exported): all it imports.
+EXPORTS_ALL = "*"
 # A string that names the torch_xla package: `find_spec("torch_xla")`, `RequirementCache("torch_xla>=2.1")`.
 _PACKAGE = re.compile(r"\btorch[_-]xla\b")
 # What a module that starts processes, joins a group, wraps a model in DDP or runs SPMD says.

@@ -66,7 +66,8 @@ def rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: C
     by_alias = {(w.start.line, w.start.column): site for site in imports for w in (positions.where(site.alias),)}
 
     def rule_pass(facts: Facts, sites: SiteMap) -> tuple[FileContext, cst.Module]:
-        ctx = FileContext(decoded.text, settings, resolver, suppressions, outline, facts, tree, context.defined)
+        ctx = FileContext(decoded.text, settings, resolver, suppressions, outline, facts, tree, context.defined,
+                          context.exported)
         ctx.diagnostics.extend(prefix)
         ctx.diagnostics.extend([None] * len(sites.index))  # type: ignore[list-item]  # filled once the fixes are built
         rewriter = Rewriter(ctx, module, sites)

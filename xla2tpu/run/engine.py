@@ -129,7 +129,8 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
             fixed_facts = dataclasses.replace(facts, processes=launch)
             sites = detect(fixed_facts)
         found = None if sites.undecided else findings_after_fixes(
-            sites, imports, scopes, positions, suppressions, settings.apply, settings.target, decoded.text, fixed_facts)
+            sites, imports, scopes, positions, suppressions, settings.apply, settings.target, decoded.text, fixed_facts,
+            context.exported)
         if found is not None and not (settings.rewrite and any(d.fixed for d in found)):
             result.facts = fixed_facts
             result.diagnostics = sorted([*prefix, *found])
