@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import re
 
-_NAME = r"""['"](?P<name>[A-Za-z_][A-Za-z0-9_]*)['"]"""
+# A variable's name: a string literal, or a constant of torch_xla's `xla_env_vars`
+# (`xenv.HOST_ORDINAL`), as code reading it through `getenv_as(xenv.HOST_ORDINAL, int, 0)` spells it.
+_NAME = (r"""(?:['"](?P<name>[A-Za-z_][A-Za-z0-9_]*)['"]"""
+         r"|\b(?:xenv|xla_env_vars)\s*\.\s*(?P<constant>[A-Z][A-Z0-9_]*)\b)")
 _READS = (
     # os.environ["X"], unless assigned to (`==` is a read)
     re.compile(rf"environ\s*\[\s*{_NAME}\s*\](?!\s*(?:=(?!=)|[-+*/|&]=))"),
@@ -25,10 +28,15 @@ _READS = (
 # Each pattern holds one of these words: a file without them reads no variable. The last two
 # patterns start with a group or a class, which `re` tries at every character of the file.
 _WORDS = ("environ", "getenv", "check_env_flag")
+# The XRT-era constants whose value was not their name (torch_xla before 2.1).
+_XRT_VALUES = {name: f"XRT_{name}" for name in (
+    "HOST_ORDINAL", "SHARD_ORDINAL", "SHARD_LOCAL_ORDINAL", "SHARD_WORLD_SIZE", "LOCAL_WORKER", "WORKERS", "DEVICE_MAP",
+    "MESH_SERVICE_ADDRESS", "TPU_CONFIG", "MULTI_PROCESSING_DEVICE", "START_LOCAL_SERVER")}
 
 
 def variables_read(source: str) -> frozenset[str]:
     """Every variable the file reads through `os.environ` / `os.getenv` / torch_xla's readers."""
     if not any(word in source for word in _WORDS):
         return frozenset()
-    return frozenset(match.group("name") for pattern in _READS for match in pattern.finditer(source))
+    return frozenset(match.group("name") or _XRT_VALUES.get(match.group("constant"), match.group("constant"))
+                     for pattern in _READS for match in pattern.finditer(source))

@@ -89,6 +89,9 @@ class Context:
     # other modules import from a plain module: a fix that drops those imports would then
     # drop the re-export on its second run.)
     exported: frozenset[str] = frozenset()
+    # The runtime variables the project's modules read (Summary.env_reads): a write of one in
+    # this file may be the input of a read elsewhere (a test setting what the code reads).
+    env_reads: frozenset[str] = frozenset()
 
     def canonicaliser(self, renames: Mapping[str, str]) -> Canonicaliser:
         return Canonicaliser(renames, self.aliases, self.relative)
@@ -124,7 +127,7 @@ class Context:
         return json.dumps([sorted(f"{k[0]}|{k[1]}|{v}" for k, v in self.relative.items()), sorted(self.aliases.items()),
                            sorted(self.defined.items()), fact(self.processes), fact(self.spmd), fact(self.data_parallel),
                            [[f.code, f.site.line, f.site.col, f.defined] for f in self.findings], self.forced,
-                           sorted(self.exported)])
+                           sorted(self.exported), sorted(self.env_reads)])
 
 
 EMPTY = Context()
@@ -178,12 +181,13 @@ class Project:
         self._backends = self._backend_names()
         self._programs: dict[str, Fact] = {}  # path -> a program's processes fact as its run settles it
         self._inherited: dict[str, dict[str, Fact]] | None = None
+        self._reads: frozenset[str] | None = None
 
     def __getstate__(self) -> dict:
         """The linked model, for the cache: without the rule matcher (a closure, given back
         by `restored`) and without what one run settles (the programs' facts after its fix)."""
         state = dict(self.__dict__)
-        state.update(_known=None, _programs={}, _inherited=None)
+        state.update(_known=None, _programs={}, _inherited=None, _reads=None)
         return state
 
     def restored(self, known: Callable[[str], bool]) -> Project:
@@ -435,10 +439,19 @@ class Project:
             facts = {**facts, "processes": launcher}
         findings = tuple(self._findings(module))
         exported = frozenset({EXPORTS_ALL}) if os.path.basename(module.path) == "__init__.py" else frozenset()
-        if not (matters or aliases or facts or findings or exported):
+        # Its own reads the file tells itself; one without a prefilter token writes no variable
+        # a rule matches.
+        reads = self._env_reads() - module.summary.env_reads if module.summary.idiom else frozenset()
+        if not (matters or aliases or facts or findings or exported or reads):
             return EMPTY  # the project changes nothing in this file: it is judged on its own
         return Context(relative, aliases, defined, facts.get("processes"), facts.get("spmd"),
-                       facts.get("data-parallel"), findings, forced, exported)
+                       facts.get("data-parallel"), findings, forced, exported, reads)
+
+    def _env_reads(self) -> frozenset[str]:
+        """Every runtime variable a module of the project reads: worked out once."""
+        if self._reads is None:
+            self._reads = frozenset().union(*(module.summary.env_reads for module in self.modules.values()))
+        return self._reads
 
     def _entry_launcher(self, module: Module) -> Fact | None:
         """For a module that defines a launcher entry point (`_mp_fn`, started by an

@@ -111,7 +111,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
     scopes = Scopes(tree, canonical, kept, read)
     parsed = Parsed(decoded.text, tree, plan.keeps)  # what LibCST's pass will hold of the file
     imports = import_sites(tree, scopes, index)
-    env_reads = variables_read(decoded.text)
+    env_reads = variables_read(decoded.text) | context.env_reads
 
     def detect(facts: Facts) -> SiteMap:
         found = Detector(tree, decoded.text, index, scopes, positions, settings.target, settings.apply, facts,
