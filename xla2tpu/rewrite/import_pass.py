@@ -242,7 +242,11 @@ def add_imports(module: cst.Module, roots: set[str]) -> cst.Module:
 
 def _insert(body: list[cst.BaseStatement], name: str) -> None:
     line = _import_line(name)
-    group = _group_for(name, body, _import_groups(body))
+    # Only the sections above the module's first other statement: code between two import
+    # blocks (`FLAGS = parse()`, then more imports) may already run what the fix emitted.
+    code = next((i for i, s in enumerate(body) if not (_is_import_line(s) or _is_docstring(s) and i == 0)), len(body))
+    groups = [group for group in _import_groups(body) if group[0] < code]
+    group = _group_for(name, body, groups)
     if group is not None:
         # Sorted place among the section's imports of the same package where it has some (a
         # section that is not sorted as a whole, `typing` above `torch`, still keeps them
@@ -257,7 +261,6 @@ def _insert(body: list[cst.BaseStatement], name: str) -> None:
             body[position] = body[position].with_changes(leading_lines=[])
         body.insert(position, line)
         return
-    groups = _import_groups(body)
     if groups and not _stdlib(name):
         # A third-party import beside standard-library sections only (the torch_xla section
         # it replaces is gone): a section of its own, as isort keeps them, right after the
@@ -265,7 +268,7 @@ def _insert(body: list[cst.BaseStatement], name: str) -> None:
         position = groups[0][-1] + 1
         body.insert(position, line.with_changes(leading_lines=[cst.EmptyLine()]))
         return
-    position = next((i for i, s in enumerate(body) if _is_import_line(s) and not _is_future(s)), None)
+    position = next((i for i, s in enumerate(body[:code]) if _is_import_line(s) and not _is_future(s)), None)
     if position is not None:
         line = line.with_changes(leading_lines=body[position].leading_lines)
         body[position] = body[position].with_changes(leading_lines=[])

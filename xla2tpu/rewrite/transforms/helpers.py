@@ -11,7 +11,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import libcst as cst
+import libcst.matchers as m
 
 from xla2tpu.detect import copied_helpers
 from xla2tpu.rewrite.transforms.base import DELETE, CallSite, Rewrite, transform
@@ -20,22 +23,38 @@ from xla2tpu.detect.printers import prints
 
 def _insert_after_imports(module: cst.CSTNode, definition: cst.ClassDef | cst.FunctionDef,
                           copies: dict[str, int]) -> cst.CSTNode:
-    """`module` with `definition` before its first statement that is not an import, the
-    docstring or an earlier copy of lower rank (`copies`: each copy's name and rank, see
-    copied_helpers.rank), unless an earlier edit already put one of that name there."""
+    """`module` with `definition` after its imports, its docstring and the copies of lower
+    rank (`copies`: each copy's name and rank, see copied_helpers.rank), unless an earlier
+    edit already put one of that name there."""
     assert isinstance(module, cst.Module)
     body = list(module.body)
     name = definition.name.value
     if any(isinstance(s, (cst.ClassDef, cst.FunctionDef)) and s.name.value == name for s in body):
         return module
+    rank = copies[name]
+
+    def earlier(statement: cst.BaseStatement) -> bool:
+        return (isinstance(statement, (cst.ClassDef, cst.FunctionDef))
+                and copies.get(statement.name.value, rank) < rank)
+
     index = 0
     for index, statement in enumerate(body):  # noqa: B007 - the index is the result
-        earlier = (isinstance(statement, (cst.ClassDef, cst.FunctionDef))
-                   and copies.get(statement.name.value, copies[name]) < copies[name])
-        if not (_is_preamble(statement, index) or earlier):
+        if not (_is_preamble(statement, index) or earlier(statement)):
             break
     else:
         index = len(body)
+    # A module that runs code between its imports (`FLAGS = parse(...)`, then more imports)
+    # gets the copy after the last of them, unless that code is a definition or uses a copy.
+    after = index
+    for position in range(index, len(body)):
+        statement = body[position]
+        if isinstance(statement, (cst.ClassDef, cst.FunctionDef)) or _uses(statement, copies):
+            break
+        if _is_preamble(statement, position):
+            after = position + 1
+    while after < len(body) and earlier(body[after]):
+        after += 1
+    index = max(index, after)
     blank = cst.EmptyLine()
     spaced = definition.with_changes(leading_lines=[blank, blank])
     if index < len(body):
@@ -47,6 +66,11 @@ def _insert_after_imports(module: cst.CSTNode, definition: cst.ClassDef | cst.Fu
         body[index] = follower.with_changes(leading_lines=[blank, blank, *lines])
     body.insert(index, spaced)
     return module.with_changes(body=body)
+
+
+def _uses(statement: cst.BaseStatement, names: Mapping[str, int]) -> bool:
+    """Whether `statement` reads one of `names`."""
+    return bool(m.findall(statement, m.Name(value=m.MatchIfTrue(lambda value: value in names))))
 
 
 def _is_preamble(statement: cst.BaseStatement, index: int) -> bool:
