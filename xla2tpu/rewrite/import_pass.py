@@ -242,10 +242,15 @@ def add_imports(module: cst.Module, roots: set[str]) -> cst.Module:
 
 def _insert(body: list[cst.BaseStatement], name: str) -> None:
     line = _import_line(name)
-    # Only the sections above the module's first other statement: code between two import
-    # blocks (`FLAGS = parse()`, then more imports) may already run what the fix emitted.
-    code = next((i for i, s in enumerate(body) if not (_is_import_line(s) or _is_docstring(s) and i == 0)), len(body))
-    groups = [group for group in _import_groups(body) if group[0] < code]
+    # A standard-library module goes above the module's first other statement: code between
+    # two import blocks (`TRACKER = RateTracker()`, then more imports) may already run what
+    # the fix emitted. Not a third-party one: code there often sets the environment that
+    # importing it reads (`os.environ[...] = ...`, then `import torch`).
+    groups = _import_groups(body)
+    code = len(body)
+    if _stdlib(name):
+        code = next((i for i, s in enumerate(body) if not (_is_import_line(s) or _is_docstring(s) and i == 0)), code)
+        groups = [group for group in groups if group[0] < code]
     group = _group_for(name, body, groups)
     if group is not None:
         # Sorted place among the section's imports of the same package where it has some (a
