@@ -144,7 +144,7 @@ _SPAWNED = (
 
 def test_check_show_facts_prints_each_fact_with_its_line(invoke, tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(_SPAWNED)
-    result = invoke("check", "--show-facts", "train.py")
+    result = invoke("check", "--show-facts", "--show-reasons", "train.py")
     assert result.exit_code == 1
     assert "train.py: facts" in result.output
     assert "train.py:10: processes=spawn (starts its processes with a torch_xla launch, line 10 `xmp.spawn(train, args=(None,))`)" in result.output

@@ -6,6 +6,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
+import click
 import jsonschema
 
 from tests.conftest import LEGACY
@@ -26,10 +27,17 @@ def test_concise_is_one_plain_line_per_finding(invoke, tmp_path: Path) -> None:
     result = invoke("check", "--output-format", "concise", ".")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert "train.py:4:10: XLA101 [*] `xm.xla_device()` → `torch.device(\"tpu\")`: TPU is a native PyTorch device under TorchTPU" in lines
+    assert "train.py:4:10: XLA101 [*] `xm.xla_device()` → `torch.device(\"tpu\")`" in lines
     assert any(line.startswith("nb.ipynb:cell 2:4:10: XLA101 [*] ") for line in lines)
     assert any(line.startswith("broken.py: error: syntax error at ") for line in lines)
     assert not any(line.startswith(("Found", "[*]")) for line in lines)  # no summary
+
+
+def test_show_reasons_prints_each_whole_message(invoke, tmp_path: Path) -> None:
+    _tree(tmp_path)
+    for fmt in ("concise", "text"):
+        lines = [click.unstyle(line) for line in invoke("check", "--output-format", fmt, "--show-reasons", ".").stdout.splitlines()]
+        assert "train.py:4:10: XLA101 [*] `xm.xla_device()` → `torch.device(\"tpu\")`: TPU is a native PyTorch device under TorchTPU" in lines
 
 
 def test_json_lists_findings_and_errors(invoke, tmp_path: Path) -> None:

@@ -57,6 +57,7 @@ def _options(command: Callable) -> Callable:
         click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: all cores)."),
         click.option("--output-format", type=click.Choice(FORMATS), default="text", show_default=True, help="How findings are printed: text, concise (one plain line each), json, sarif (2.1.0, for code scanning) or github (Actions annotations)."),
         click.option("--output-file", type=click.Path(path_type=Path, dir_okay=False), help="Write the findings there instead of standard output."),
+        click.option("--show-reasons", is_flag=True, help="Print each finding's whole message (why its fix is made or withheld, what to do, the facts it rests on), not its one-line headline. JSON, SARIF and GitHub output always carry it."),
         click.option("--statistics", is_flag=True, help="Print how many findings each rule has (and how many are fixable) instead of each finding."),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings or unreadable files (2 still means xla2tpu itself failed)."),
         click.option("--no-cache", is_flag=True, help="Read and analyse every file, ignoring and not updating the cache."),
@@ -200,7 +201,7 @@ def _emit(results: list[FileResult], catalogue: Catalogue, config: Config, optio
         show = text.finding if fmt == "text" else text.concise
         for result in results:
             for diagnostic in result.diagnostics:
-                report(show(result.path, diagnostic))
+                report(show(result.path, diagnostic, options["show_reasons"]))
     for result in results:
         if result.error:
             problems(text.problem(result.path, result.error) if fmt == "text" else f"{result.path}: error: {result.error}")
@@ -226,7 +227,8 @@ def check(show_facts: bool, **options: object) -> None:
                 report(line)
         if _emit(outcome.results, catalogue, config, options, report, problems):
             errors = sum(1 for r in outcome.results if r.error)
-            for line in text.check_summary(outcome.diagnostics, bool(options["unsafe_fixes"]), errors):
+            for line in text.check_summary(outcome.diagnostics, bool(options["unsafe_fixes"]), errors,
+                                           options["show_reasons"]):
                 report(line)
     sys.exit(_exit_code(outcome, any(True for _ in outcome.diagnostics), options))
 

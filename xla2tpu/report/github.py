@@ -25,7 +25,7 @@ def lines(results: Sequence[FileResult]) -> list[str]:
             else:  # GitHub cannot point into a notebook cell: the message names it
                 where = "line=1"
             title = _property(f"xla2tpu ({d.code})")
-            out.append(f"::error title={title},file={_property(result.path)},{where}::{_data(concise(result.path, d))}")
+            out.append(f"::error title={title},file={_property(result.path)},{where}::{_data(concise(result.path, d, reasons=True))}")
         if result.error:
             out.append(f"::error title=xla2tpu,file={_property(result.path)}::{_data(result.path + ': error: ' + result.error)}")
     return out

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import click
 
 from xla2tpu.catalogue.diagnostics import Diagnostic, FileResult, FixClass
+from xla2tpu.report.headline import headline
 
 
 def position(diagnostic: Diagnostic) -> str:
@@ -15,17 +16,22 @@ def position(diagnostic: Diagnostic) -> str:
     return f"{'' if cell is None else f'cell {cell}:'}{diagnostic.line}:{diagnostic.col}"
 
 
-def finding(path: str, diagnostic: Diagnostic) -> str:
+def finding(path: str, diagnostic: Diagnostic, reasons: bool = False) -> str:
+    """`path:line:col: CODE [*] headline`, or the whole message with `reasons`."""
     location = click.style(path, bold=True) + f":{position(diagnostic)}:"
     mark = click.style("[*] ", fg="cyan") if diagnostic.fixed else ""
     code = click.style(diagnostic.code, fg="red", bold=True)
-    return f"{location} {code} {mark}{diagnostic.message}"
+    return f"{location} {code} {mark}{_message(diagnostic, reasons)}"
 
 
-def concise(path: str, diagnostic: Diagnostic) -> str:
+def concise(path: str, diagnostic: Diagnostic, reasons: bool = False) -> str:
     """One plain line a tool can split on `:` (no colour, no summary)."""
     mark = "[*] " if diagnostic.fixed else ""
-    return f"{path}:{position(diagnostic)}: {diagnostic.code} {mark}{diagnostic.message}"
+    return f"{path}:{position(diagnostic)}: {diagnostic.code} {mark}{_message(diagnostic, reasons)}"
+
+
+def _message(diagnostic: Diagnostic, reasons: bool) -> str:
+    return diagnostic.message if reasons else headline(diagnostic.message)
 
 
 def facts(results: Iterable[FileResult]) -> list[str]:
@@ -53,7 +59,8 @@ def errors_summary(errors: int) -> list[str]:
     return [f"{plural(errors, 'file')} could not be checked (see the errors above)."] if errors else []
 
 
-def check_summary(diagnostics: Iterable[Diagnostic], unsafe_enabled: bool, errors: int = 0) -> list[str]:
+def check_summary(diagnostics: Iterable[Diagnostic], unsafe_enabled: bool, errors: int = 0,
+                  reasons: bool = True) -> list[str]:
     found = list(diagnostics)
     if not found:
         return errors_summary(errors) or [click.style("All checks passed!", fg="green")]
@@ -67,7 +74,8 @@ def check_summary(diagnostics: Iterable[Diagnostic], unsafe_enabled: bool, error
     if hidden:
         lines.append(f"({hidden} more fixable with `xla2tpu fix --unsafe-fixes`.)")
     if manual:
-        lines.append(f"{manual} need a human (manual migration; see `xla2tpu explain CODE`).")
+        why = "" if reasons else "`--show-reasons` says why and what to do, "
+        lines.append(f"{manual} need a human (manual migration; {why}see `xla2tpu explain CODE`).")
     return lines + errors_summary(errors)
 
 
