@@ -8,6 +8,7 @@ rewritten, detect/after_fixes.py does."""
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -18,7 +19,6 @@ from xla2tpu.detect.conditions import Site, applies, choose
 from xla2tpu.detect.scopes import FUNCTIONS, Scopes, from_module, none_assignment
 from xla2tpu.detect.vendor_branches import other_vendor_branch
 from xla2tpu.project.facts import Facts
-from xla2tpu.project.module_summary import EXPORTS_ALL
 from xla2tpu.catalogue.index import RuleIndex
 from xla2tpu.project.scope import Scope
 
@@ -153,15 +153,19 @@ def holds_only(body: Sequence[ast.stmt], kinds: tuple[type[ast.stmt], ...] = ())
 _LEGACY = ("torch_xla.", "optimum.tpu.")  # packages that cannot be installed next to TorchTPU
 
 
+def package_init(path: str) -> bool:
+    """Whether the file is a package's `__init__.py`, whose imports are the package's names."""
+    return os.path.basename(path) == "__init__.py"
+
+
 def decide(site: ImportSite, unused: bool, guard: Guard, top_level: bool, target: str, source: str,
-           facts: Facts, exported: frozenset[str] = frozenset()) -> Case | None:
+           facts: Facts, package_init: bool = False) -> Case | None:
     """The case of the import's rule at `site`; None when the rule's own `when` rules it out.
     `unused` and `guard` are judged on the code as the fixes leave it: made (rewrite/import_pass.py),
-    or told on the ast (detect/after_fixes.py). `exported`: the names the module's imports bind
-    for other modules (project/model.py's Context.exported): a module-level import of one is
-    used, there, unless it imports torch_xla or Optimum TPU itself (which goes either way)."""
-    if unused and top_level and not (site.qualname + ".").startswith(_LEGACY) and (
-            site.bound in exported or EXPORTS_ALL in exported):
+    or told on the ast (detect/after_fixes.py). In a package's `__init__.py` (`package_init`)
+    a module-level import is what `from package import name` reads: used, unless it imports
+    torch_xla or Optimum TPU itself (which goes either way)."""
+    if unused and top_level and package_init and not (site.qualname + ".").startswith(_LEGACY):
         unused = False
     guarded = guard is True or guard == FALLBACKS and not unused
     condition = Site(target=target, source=source, unused=unused, guarded=guarded, top_level=top_level, facts=facts)

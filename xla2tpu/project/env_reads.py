@@ -40,3 +40,25 @@ def variables_read(source: str) -> frozenset[str]:
         return frozenset()
     return frozenset(match.group("name") or _XRT_VALUES.get(match.group("constant"), match.group("constant"))
                      for pattern in _READS for match in pattern.finditer(source))
+
+
+_WRITES = (
+    # os.environ["X"] = ...
+    re.compile(rf"environ\s*\[\s*{_NAME}\s*\]\s*=(?!=)"),
+    # os.environ.setdefault("X", ...), os.putenv("X", ...)
+    re.compile(rf"(?:setdefault|putenv)\s*\(\s*{_NAME}"),
+)
+# os.environ.update(X=..., **{"Y": ...}): the keywords and string keys of the call.
+_UPDATE = re.compile(r"environ\s*\.\s*update\s*\(([^)]*)\)")
+_UPDATED = re.compile(r"""(?:\b([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)|['"]([A-Za-z_][A-Za-z0-9_]*)['"]\s*:)""")
+
+
+def variables_written(source: str) -> frozenset[str]:
+    """The variables the file sets in `os.environ` (the sites of the environment rules)."""
+    if "environ" not in source and "putenv" not in source:
+        return frozenset()
+    found = {match.group("name") or _XRT_VALUES.get(match.group("constant"), match.group("constant"))
+             for pattern in _WRITES for match in pattern.finditer(source)}
+    for call in _UPDATE.finditer(source):
+        found.update(key or string for key, string in _UPDATED.findall(call.group(1)))
+    return frozenset(found)

@@ -33,7 +33,7 @@ from pathlib import Path
 from xla2tpu.project.canonical import PROJECT, Canonicaliser
 from xla2tpu.project.facts import ENTRY_POINTS, Fact, Facts, entry_point
 from xla2tpu.sources.files import FileProblem, read
-from xla2tpu.project.module_summary import EXPORTS_ALL, Definition, Import, Site, Summary, light, summarise
+from xla2tpu.project.module_summary import Definition, Import, Site, Summary, light, summarise
 from xla2tpu.sources.prefilter import holds_token
 
 _MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
@@ -84,13 +84,9 @@ class Context:
     # The file must be analysed even without a prefilter token: it reads a project probe, or
     # a torch_xla name re-exported by a module of the project.
     forced: bool = False
-    # Names the file's imports bind that are its API: all of them in a package's `__init__.py`
-    # (EXPORTS_ALL), whose imports are what `from package import name` reads. (Not the names
-    # other modules import from a plain module: a fix that drops those imports would then
-    # drop the re-export on its second run.)
-    exported: frozenset[str] = frozenset()
-    # The runtime variables the project's modules read (Summary.env_reads): a write of one in
-    # this file may be the input of a read elsewhere (a test setting what the code reads).
+    # The runtime variables the file sets that other modules of the project read
+    # (Summary.env_reads): such a write may be the input of that read (a test setting what
+    # the code it tests reads).
     env_reads: frozenset[str] = frozenset()
 
     def canonicaliser(self, renames: Mapping[str, str]) -> Canonicaliser:
@@ -127,7 +123,7 @@ class Context:
         return json.dumps([sorted(f"{k[0]}|{k[1]}|{v}" for k, v in self.relative.items()), sorted(self.aliases.items()),
                            sorted(self.defined.items()), fact(self.processes), fact(self.spmd), fact(self.data_parallel),
                            [[f.code, f.site.line, f.site.col, f.defined] for f in self.findings], self.forced,
-                           sorted(self.exported), sorted(self.env_reads)])
+                           sorted(self.env_reads)])
 
 
 EMPTY = Context()
@@ -438,14 +434,13 @@ class Project:
         if launcher is not None:
             facts = {**facts, "processes": launcher}
         findings = tuple(self._findings(module))
-        exported = frozenset({EXPORTS_ALL}) if os.path.basename(module.path) == "__init__.py" else frozenset()
-        # Its own reads the file tells itself; one without a prefilter token writes no variable
-        # a rule matches.
-        reads = self._env_reads() - module.summary.env_reads if module.summary.idiom else frozenset()
-        if not (matters or aliases or facts or findings or exported or reads):
+        # Only the reads of what the file sets, not its own (which it tells itself): a context
+        # the file does not need makes it analysed again after the model is built.
+        reads = (self._env_reads() & module.summary.env_writes) - module.summary.env_reads
+        if not (matters or aliases or facts or findings or reads):
             return EMPTY  # the project changes nothing in this file: it is judged on its own
         return Context(relative, aliases, defined, facts.get("processes"), facts.get("spmd"),
-                       facts.get("data-parallel"), findings, forced, exported, reads)
+                       facts.get("data-parallel"), findings, forced, reads)
 
     def _env_reads(self) -> frozenset[str]:
         """Every runtime variable a module of the project reads: worked out once."""

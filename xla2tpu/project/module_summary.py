@@ -21,12 +21,10 @@ from xla2tpu.project.facts import ENTRY_POINTS, Facts
 from xla2tpu.project.facts import compute as compute_facts
 from xla2tpu.project.facts import is_main
 from xla2tpu.sources.prefilter import holds_token, may_hold_idiom
-from xla2tpu.project.env_reads import variables_read
+from xla2tpu.project.env_reads import variables_read, variables_written
 from xla2tpu.project.canonical import Canonicaliser
 from xla2tpu.trees.names import last_name
 
-# The names a package's `__init__.py` exports (project/model.py's Context.exported): all it imports.
-EXPORTS_ALL = "*"
 # A string that names the torch_xla package: `find_spec("torch_xla")`, `RequirementCache("torch_xla>=2.1")`.
 _PACKAGE = re.compile(r"\btorch[_-]xla\b")
 # What a module that starts processes, joins a group, wraps a model in DDP or runs SPMD says.
@@ -94,9 +92,10 @@ class Summary:
     launcher: bool = False
     # Defines an entry point (`def _mp_fn`) that such a launcher starts.
     entry: bool = False
-    # The runtime variables it reads (env_reads.variables_read), those a rule may match: a
-    # write of one elsewhere in the project is the input of this read.
+    # The runtime variables it reads (env_reads.variables_read) and sets, those a rule may
+    # match: a write of one elsewhere in the project is the input of this read.
     env_reads: frozenset[str] = frozenset()
+    env_writes: frozenset[str] = frozenset()
 
 
 def light(data: bytes, prefiltered: bool | None = None) -> Summary:
@@ -117,7 +116,7 @@ def light(data: bytes, prefiltered: bool | None = None) -> Summary:
     return Summary(imports=tuple(_import_lines(head)), backend_names=handed, xla_values=valued,
                    main=b"__main__" in data and _MAIN.search(data) is not None, idiom=idiom,
                    program=_PROGRAM.search(text) is not None, launcher=_ENTRY_LAUNCH.search(text) is not None,
-                   entry=entry, env_reads=_runtime_reads(text))
+                   entry=entry, env_reads=_runtime(variables_read(text)), env_writes=_runtime(variables_written(text)))
 
 
 def summarise(data: bytes, canonical: Canonicaliser) -> Summary:
@@ -177,12 +176,13 @@ def of_tree(tree: ast.Module, text: str, canonical: Canonicaliser) -> Summary:
     facts = compute_facts(tree, text, canonical) if _PROGRAM.search(text) else None
     main = any(is_main(node) for node in tree.body)
     return Summary(tuple(imports), frozenset(defined), tuple(definitions), backend_names, xla_values, facts, main,
-                   True, facts is not None, True, _ENTRY_LAUNCH.search(text) is not None, env_reads=_runtime_reads(text))
+                   True, facts is not None, True, _ENTRY_LAUNCH.search(text) is not None,
+                   env_reads=_runtime(variables_read(text)), env_writes=_runtime(variables_written(text)))
 
 
-def _runtime_reads(text: str) -> frozenset[str]:
-    """The variables the module reads that hold a prefilter token (what a rule may match)."""
-    return frozenset(name for name in variables_read(text) if holds_token(name))
+def _runtime(names: frozenset[str]) -> frozenset[str]:
+    """The variables that hold a prefilter token (what a rule may match)."""
+    return frozenset(name for name in names if holds_token(name))
 
 
 # The standard library's modules: an import of one never links two modules of a project.

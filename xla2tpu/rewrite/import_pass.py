@@ -107,7 +107,7 @@ class ImportHygiene(StatementPruner):
                 continue
             unused = scope is not None and not self.uses.reached(scope, site.bound)
             case = decide(site, unused, self._guarded(), self._depth == 0, self.ctx.settings.target, self.ctx.source,
-                          self.ctx.facts, self.ctx.exported)
+                          self.ctx.facts, self.ctx.package_init)
             if case is None:
                 continue
             applied = self.ctx.report(site.rule, case, where, case.fixable, site.qualname)

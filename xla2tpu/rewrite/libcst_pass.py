@@ -14,7 +14,7 @@ import libcst as cst
 from xla2tpu.project.canonical import Canonicaliser
 from xla2tpu.sources.decode import Decoded
 from xla2tpu.detect import launch_site
-from xla2tpu.detect.import_sites import ImportSite
+from xla2tpu.detect.import_sites import ImportSite, package_init
 from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.sites import SiteMap
 from xla2tpu.catalogue.diagnostics import Diagnostic, FileResult
@@ -67,7 +67,7 @@ def rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: C
 
     def rule_pass(facts: Facts, sites: SiteMap) -> tuple[FileContext, cst.Module]:
         ctx = FileContext(decoded.text, settings, resolver, suppressions, outline, facts, tree, context.defined,
-                          context.exported)
+                          package_init(result.path))
         ctx.diagnostics.extend(prefix)
         ctx.diagnostics.extend([None] * len(sites.index))  # type: ignore[list-item]  # filled once the fixes are built
         rewriter = Rewriter(ctx, module, sites)

@@ -47,11 +47,11 @@ class FileContext:
         facts: Facts = UNKNOWN,
         tree: ast.Module | None = None,
         defined: Mapping[str, str] | None = None,
-        exported: frozenset[str] = frozenset(),
+        package_init: bool = False,
     ) -> None:
         self.source = source
         self.defined = defined or {}  # project probe -> where it is defined (project/model.py)
-        self.exported = exported  # the names the file's imports bind for other modules (Context.exported)
+        self.package_init = package_init  # a package's `__init__.py`: its imports are its API
         self.tree = tree  # CPython's tree of the whole file, when it has one
         self.facts = facts
         self.outline = outline

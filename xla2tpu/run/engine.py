@@ -32,7 +32,7 @@ from xla2tpu.project.model import EMPTY, Context
 from xla2tpu.detect.project_findings import project_findings
 from xla2tpu.detect import launch_site
 from xla2tpu.detect.after_fixes import findings_after_fixes
-from xla2tpu.detect.import_sites import import_sites
+from xla2tpu.detect.import_sites import import_sites, package_init
 from xla2tpu.detect.scopes import Scopes
 from xla2tpu.detect.sites import Detector, SiteMap
 from xla2tpu.detect.positions import Positions
@@ -130,7 +130,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
             sites = detect(fixed_facts)
         found = None if sites.undecided else findings_after_fixes(
             sites, imports, scopes, positions, suppressions, settings.apply, settings.target, decoded.text, fixed_facts,
-            context.exported)
+            package_init(result.path))
         if found is not None and not (settings.rewrite and any(d.fixed for d in found)):
             result.facts = fixed_facts
             result.diagnostics = sorted([*prefix, *found])
