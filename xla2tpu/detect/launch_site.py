@@ -25,6 +25,7 @@ from xla2tpu.detect.conditions import literal
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS
 from xla2tpu.detect.values import MISSING, tuple_items
 from xla2tpu.project.facts import ENTRY_POINTS, Fact, Facts, is_main
+from xla2tpu.project.process_groups import PROCESS_GROUP, cuda_group, xla_group
 from xla2tpu.sources.notebook_cells import BOUNDARY
 from xla2tpu.trees.names import last_name
 
@@ -77,19 +78,22 @@ TEMPLATES = (EVERY_CHIP, *LINES, WORKER, *TORCHRUN)
 LAUNCHERS = frozenset({"torch_xla.distributed.xla_multiprocessing.spawn", "torch_xla.launch",
                        "torch_xla._internal.pjrt.run_multiprocess"})
 _LAUNCHER_TAILS = frozenset(name.rsplit(".", 1)[1] for name in LAUNCHERS)
-_PROCESS_GROUP = "init_process_group"
 
 
 def launchable(args: Mapping[str, ast.AST], whole_statement: bool, tree: ast.Module, lines: Sequence[str],
-               resolve: Callable[[ast.AST], str | None], function: str | None) -> bool:
+               resolve: Callable[[ast.AST], str | None], function: str | None, entry_groups: bool = False) -> bool:
     """Whether the launch call, whose bound arguments are `args`, can be rewritten: it is a
     whole expression statement (`whole_statement`) of a module (`tree`, its `lines`) that has
     no other torch_xla launch and creates no process group the worker's could clash with;
     `resolve` gives a callee's qualified name as the module binds it, `function` names the
-    function the launch is in (None: the module's own code)."""
+    function the launch is in (None: the module's own code); `entry_groups`: the project's
+    modules that define a launcher entry point (`_mp_fn`), or what they import, create such a
+    group (project/model.py), which a launch of some module's entry point would start."""
     fn = args.get("fn")
     if not whole_statement or fn is None:
         return False
+    if entry_groups and isinstance(fn, ast.Attribute) and fn.attr in ENTRY_POINTS:
+        return False  # the entry point's program makes its own group, which the worker's would clash with
     nodes = list(ast.walk(tree))
     if function is not None and _forked_target(nodes, function):
         return False  # run in a forked child, where TorchTPU refuses the device
@@ -105,7 +109,7 @@ def launchable(args: Mapping[str, ast.AST], whole_statement: bool, tree: ast.Mod
     calls = [node for node in nodes if isinstance(node, ast.Call)]
     if sum(1 for call in calls if _launch(call, resolve)) != 1:
         return False  # one worker function per file, one launch to hand it to
-    groups = [call for call in calls if last_name(call.func) == _PROCESS_GROUP and not _cuda_group(call)]
+    groups = [call for call in calls if last_name(call.func) == PROCESS_GROUP and not cuda_group(call)]
     return _own_groups_guardable(nodes, lines, len(groups))
 
 
@@ -160,31 +164,8 @@ def _own_groups_guardable(nodes: Sequence[ast.AST], lines: Sequence[str], calls:
     alone on its lines with torch_xla's backend and init method, which XLA603 guards
     (`if not is_initialized(): init_process_group("tpu")`) once the worker made the group."""
     statements = [node for node in nodes if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
-                  and last_name(node.value.func) == _PROCESS_GROUP and not _cuda_group(node.value)]
-    return len(statements) == calls and all(_xla_group(s.value) and _alone(s, lines) for s in statements)
-
-
-def _xla_group(call: ast.Call) -> bool:
-    backend, method = _group_arguments(call)
-    return (isinstance(backend, ast.Constant) and backend.value == "xla"
-            and (method is None or isinstance(method, ast.Constant) and method.value == "xla://"))
-
-
-def _cuda_group(call: ast.Call) -> bool:
-    """An NCCL group (`init_process_group("nccl")`): code of the program's GPU path, which
-    never ran on a TPU host under torch_xla either (no NCCL there). Left as it is, beside the
-    worker's "tpu" group: should a TPU run ever reach it, it raises (a group exists), as it
-    failed before."""
-    backend, _ = _group_arguments(call)
-    return isinstance(backend, ast.Constant) and backend.value == "nccl"
-
-
-def _group_arguments(call: ast.Call) -> tuple[ast.AST | None, ast.AST | None]:
-    """The backend and init method an `init_process_group` call passes."""
-    keywords = {keyword.arg: keyword.value for keyword in call.keywords}
-    backend = call.args[0] if call.args else keywords.get("backend")
-    method = call.args[1] if len(call.args) > 1 else keywords.get("init_method")
-    return backend, method
+                  and last_name(node.value.func) == PROCESS_GROUP and not cuda_group(node.value)]
+    return len(statements) == calls and all(xla_group(s.value) and _alone(s, lines) for s in statements)
 
 
 def _alone(statement: ast.stmt, lines: Sequence[str]) -> bool:

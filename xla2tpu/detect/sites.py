@@ -88,8 +88,9 @@ class Detector:
 
     def __init__(self, tree: ast.Module, source: str, index: RuleIndex, scopes: Scopes, positions: Positions,
                  target: str, apply: frozenset[FixClass], facts: Facts = UNKNOWN,
-                 env_reads: frozenset[str] = frozenset(), parsed: Container[int] = ()) -> None:
+                 env_reads: frozenset[str] = frozenset(), parsed: Container[int] = (), entry_groups: bool = False) -> None:
         self.tree = tree
+        self.entry_groups = entry_groups  # the project's entry-point programs make their own group (Context)
         # The module as LibCST's pass parses it (`parsed`: ids of its top-level statements, reduction.Parsed).
         self._module = loader_site.Module(tree, parsed)
         self.source = source
@@ -447,7 +448,8 @@ class Detector:
             function = next((p.name for p in reversed(self._parents) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))),
                             None)
             launchable = launch_site.launchable(args, self._whole_line(), self.tree, self.positions.line_texts,
-                                                lambda node: resolve(self.scopes.module, node), function)
+                                                lambda node: resolve(self.scopes.module, node), function,
+                                                self.entry_groups)
             return launchable, launch_site.TEMPLATES, None
         if template == profiler_site.TEMPLATE:
             qualname = resolve(self.scope, node.func) or ""

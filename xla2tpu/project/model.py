@@ -88,6 +88,10 @@ class Context:
     # (Summary.env_reads): such a write may be the input of that read (a test setting what
     # the code it tests reads).
     env_reads: frozenset[str] = frozenset()
+    # For a launcher of some module's entry point (`xmp.spawn(mod._mp_fn, ...)`): the modules
+    # that define one, or what they import, create a process group of their own, which the
+    # migrated launch's worker would clash with (launch_site.launchable).
+    entry_groups: bool = False
 
     def canonicaliser(self, renames: Mapping[str, str]) -> Canonicaliser:
         return Canonicaliser(renames, self.aliases, self.relative)
@@ -123,7 +127,7 @@ class Context:
         return json.dumps([sorted(f"{k[0]}|{k[1]}|{v}" for k, v in self.relative.items()), sorted(self.aliases.items()),
                            sorted(self.defined.items()), fact(self.processes), fact(self.spmd), fact(self.data_parallel),
                            [[f.code, f.site.line, f.site.col, f.defined] for f in self.findings], self.forced,
-                           sorted(self.env_reads)])
+                           sorted(self.env_reads), self.entry_groups])
 
 
 EMPTY = Context()
@@ -178,12 +182,13 @@ class Project:
         self._programs: dict[str, Fact] = {}  # path -> a program's processes fact as its run settles it
         self._inherited: dict[str, dict[str, Fact]] | None = None
         self._reads: frozenset[str] | None = None
+        self._groups: bool | None = None
 
     def __getstate__(self) -> dict:
         """The linked model, for the cache: without the rule matcher (a closure, given back
         by `restored`) and without what one run settles (the programs' facts after its fix)."""
         state = dict(self.__dict__)
-        state.update(_known=None, _programs={}, _inherited=None, _reads=None)
+        state.update(_known=None, _programs={}, _inherited=None, _reads=None, _groups=None)
         return state
 
     def restored(self, known: Callable[[str], bool]) -> Project:
@@ -437,10 +442,29 @@ class Project:
         # Only the reads of what the file sets, not its own (which it tells itself): a context
         # the file does not need makes it analysed again after the model is built.
         reads = (self._env_reads() & module.summary.env_writes) - module.summary.env_reads
-        if not (matters or aliases or facts or findings or reads):
+        groups = module.summary.launcher and self._entry_groups()
+        if not (matters or aliases or facts or findings or reads or groups):
             return EMPTY  # the project changes nothing in this file: it is judged on its own
         return Context(relative, aliases, defined, facts.get("processes"), facts.get("spmd"),
-                       facts.get("data-parallel"), findings, forced, reads)
+                       facts.get("data-parallel"), findings, forced, reads, groups)
+
+    def _entry_groups(self) -> bool:
+        """Whether a module of the project that defines a launcher entry point, or a module it
+        imports, creates a process group of its own (Summary.own_group)."""
+        if self._groups is None:
+            entries = [m for m in self.modules.values() if m.summary.entry or (
+                m.summary.facts is not None and entry_point(m.summary.facts.processes.reason) is not None)]
+            seen: set[str] = set()
+            queue = list(entries)
+            self._groups = False
+            while queue and not self._groups:
+                module = queue.pop()
+                if module.path in seen:
+                    continue
+                seen.add(module.path)
+                self._groups = module.summary.own_group
+                queue.extend(self._edges(module))
+        return self._groups
 
     def _env_reads(self) -> frozenset[str]:
         """Every runtime variable a module of the project reads: worked out once."""

@@ -22,6 +22,7 @@ from xla2tpu.project.facts import compute as compute_facts
 from xla2tpu.project.facts import is_main
 from xla2tpu.sources.prefilter import holds_token, may_hold_idiom
 from xla2tpu.project.env_reads import variables_read, variables_written
+from xla2tpu.project.process_groups import own_group
 from xla2tpu.project.canonical import Canonicaliser
 from xla2tpu.trees.names import last_name
 
@@ -96,6 +97,9 @@ class Summary:
     # match: a write of one elsewhere in the project is the input of this read.
     env_reads: frozenset[str] = frozenset()
     env_writes: frozenset[str] = frozenset()
+    # Creates a process group a migrated launch's worker would clash with
+    # (process_groups.own_group); a module not parsed is taken to when it names the call.
+    own_group: bool = False
 
 
 def light(data: bytes, prefiltered: bool | None = None) -> Summary:
@@ -108,7 +112,7 @@ def light(data: bytes, prefiltered: bool | None = None) -> Summary:
     idiom = prefiltered or entry  # an entry point: started by a torch_xla launcher
     head = data if idiom else data[: _first_definition(data)]
     if not idiom:  # a module without a token shows neither a backend nor a program fact
-        return Summary(imports=tuple(_import_lines(head)))
+        return Summary(imports=tuple(_import_lines(head)), own_group=b"init_process_group" in data)
     handed = tuple(_sites(_HANDED, data)) if b"init_process_group" in data or b"init_distributed" in data else ()
     # The pattern tries every line; the literal it ends with is rare and found far faster.
     valued = tuple(_sites(_XLA_VALUE, data)) if b"xla'" in data or b'xla"' in data else ()
@@ -116,7 +120,8 @@ def light(data: bytes, prefiltered: bool | None = None) -> Summary:
     return Summary(imports=tuple(_import_lines(head)), backend_names=handed, xla_values=valued,
                    main=b"__main__" in data and _MAIN.search(data) is not None, idiom=idiom,
                    program=_PROGRAM.search(text) is not None, launcher=_ENTRY_LAUNCH.search(text) is not None,
-                   entry=entry, env_reads=_runtime(variables_read(text)), env_writes=_runtime(variables_written(text)))
+                   entry=entry, env_reads=_runtime(variables_read(text)), env_writes=_runtime(variables_written(text)),
+                   own_group=b"init_process_group" in data)
 
 
 def summarise(data: bytes, canonical: Canonicaliser) -> Summary:
@@ -177,7 +182,8 @@ def of_tree(tree: ast.Module, text: str, canonical: Canonicaliser) -> Summary:
     main = any(is_main(node) for node in tree.body)
     return Summary(tuple(imports), frozenset(defined), tuple(definitions), backend_names, xla_values, facts, main,
                    True, facts is not None, True, _ENTRY_LAUNCH.search(text) is not None,
-                   env_reads=_runtime(variables_read(text)), env_writes=_runtime(variables_written(text)))
+                   env_reads=_runtime(variables_read(text)), env_writes=_runtime(variables_written(text)),
+                   own_group=own_group(tree))
 
 
 def _runtime(names: frozenset[str]) -> frozenset[str]:

@@ -115,7 +115,7 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
 
     def detect(facts: Facts) -> SiteMap:
         found = Detector(tree, decoded.text, index, scopes, positions, settings.target, settings.apply, facts,
-                         env_reads, parsed).run(statements, plan.matches, read)
+                         env_reads, parsed, context.entry_groups).run(statements, plan.matches, read)
         return SiteMap(found, positions, suppressions, settings.apply, facts, context.defined, len(prefix))
 
     # A file no fix rewrites, or one whose fixed code is not wanted (`check`), with no

@@ -152,7 +152,9 @@ class _Finder(ast.NodeVisitor):
                 self.step_loops.append(loop)
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "backward":
-                name = dotted_name(func.value)
+                # `loss.backward()`; `accelerator.backward(loss)` (Accelerate's, Lightning
+                # Fabric's) takes the loss as its argument, and its receiver is no loss.
+                name = dotted_name(node.args[0] if node.args else func.value)
                 if name is not None:
                     self.losses.setdefault(id(loop), set()).add(name.split(".")[0])
         self._candidates.append((node, loop, self.periodic[-1]))
