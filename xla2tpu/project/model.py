@@ -450,20 +450,12 @@ class Project:
 
     def _entry_groups(self) -> bool:
         """Whether a module of the project that defines a launcher entry point, or a module it
-        imports, creates a process group of its own (Summary.own_group)."""
+        imports itself, creates a process group of its own (Summary.own_group). Not the whole
+        import closure: a library deep in it (accelerate's debug launcher) has group code that
+        the entry point's program never runs."""
         if self._groups is None:
-            entries = [m for m in self.modules.values() if m.summary.entry or (
-                m.summary.facts is not None and entry_point(m.summary.facts.processes.reason) is not None)]
-            seen: set[str] = set()
-            queue = list(entries)
-            self._groups = False
-            while queue and not self._groups:
-                module = queue.pop()
-                if module.path in seen:
-                    continue
-                seen.add(module.path)
-                self._groups = module.summary.own_group
-                queue.extend(self._edges(module))
+            entries = [m for m in self.modules.values() if m.summary.entry]
+            self._groups = any(m.summary.own_group for entry in entries for m in (entry, *self._edges(entry)))
         return self._groups
 
     def _env_reads(self) -> frozenset[str]:

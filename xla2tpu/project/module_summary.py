@@ -183,7 +183,7 @@ def of_tree(tree: ast.Module, text: str, canonical: Canonicaliser) -> Summary:
     return Summary(tuple(imports), frozenset(defined), tuple(definitions), backend_names, xla_values, facts, main,
                    True, facts is not None, True, _ENTRY_LAUNCH.search(text) is not None,
                    env_reads=_runtime(variables_read(text)), env_writes=_runtime(variables_written(text)),
-                   own_group=own_group(tree))
+                   own_group=own_group(tree), entry=not defined.isdisjoint(ENTRY_POINTS))
 
 
 def _runtime(names: frozenset[str]) -> frozenset[str]:

@@ -49,8 +49,7 @@ def _arguments(call: ast.Call) -> tuple[ast.AST | None, ast.AST | None]:
 
 
 def _checks_no_group(test: ast.expr) -> bool:
-    """`not dist.is_initialized()`, alone or first in an `and`."""
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        test = test.values[0]
-    return (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call)
-            and last_name(test.operand.func) == "is_initialized")
+    """`not dist.is_initialized()`, alone or one of the terms of an `and`."""
+    terms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    return any(isinstance(term, ast.UnaryOp) and isinstance(term.op, ast.Not) and isinstance(term.operand, ast.Call)
+               and last_name(term.operand.func) == "is_initialized" for term in terms)
