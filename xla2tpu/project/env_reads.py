@@ -38,8 +38,7 @@ def variables_read(source: str) -> frozenset[str]:
     """Every variable the file reads through `os.environ` / `os.getenv` / torch_xla's readers."""
     if not any(word in source for word in _WORDS):
         return frozenset()
-    return frozenset(match.group("name") or _XRT_VALUES.get(match.group("constant"), match.group("constant"))
-                     for pattern in _READS for match in pattern.finditer(source))
+    return frozenset(_variable(match) for pattern in _READS for match in pattern.finditer(source))
 
 
 _WRITES = (
@@ -57,8 +56,13 @@ def variables_written(source: str) -> frozenset[str]:
     """The variables the file sets in `os.environ` (the sites of the environment rules)."""
     if "environ" not in source and "putenv" not in source:
         return frozenset()
-    found = {match.group("name") or _XRT_VALUES.get(match.group("constant"), match.group("constant"))
-             for pattern in _WRITES for match in pattern.finditer(source)}
+    found = {_variable(match) for pattern in _WRITES for match in pattern.finditer(source)}
     for call in _UPDATE.finditer(source):
         found.update(key or string for key, string in _UPDATED.findall(call.group(1)))
     return frozenset(found)
+
+
+def _variable(match: re.Match[str]) -> str:
+    """The variable a `_NAME` match names: the string, or the value of torch_xla's constant."""
+    constant = match.group("constant")
+    return match.group("name") or _XRT_VALUES.get(constant, constant)

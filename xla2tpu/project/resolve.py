@@ -13,6 +13,7 @@ import re
 from collections.abc import Container
 
 import libcst as cst
+import libcst.matchers as m
 
 from xla2tpu.project.canonical import Canonicaliser
 from xla2tpu.project.scope import OTHER, Scope
@@ -28,6 +29,12 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
+
+
+def spells(node: cst.CSTNode, names: Container[str]) -> bool:
+    """Whether the code of `node` holds a name node spelling one of `names` (an attribute's
+    tail counts too: a generous answer, which keeps what it guards)."""
+    return bool(m.findall(node, m.Name(value=m.MatchIfTrue(lambda value: value in names))))
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)

@@ -11,11 +11,10 @@ import sys
 from collections.abc import Container, Mapping
 
 import libcst as cst
-import libcst.matchers as m
 
 from xla2tpu.trees.blocks import IMPORT_ERRORS
 from xla2tpu.detect.import_sites import Guard, ImportSite, decide, guard_decides, innermost_guard
-from xla2tpu.project.resolve import UseResolver, dotted_name
+from xla2tpu.project.resolve import UseResolver, dotted_name, spells
 from xla2tpu.rewrite.statements import fallback_only, holds_only
 from xla2tpu.rewrite.pruner import StatementPruner
 from xla2tpu.rewrite.rewriter import FileContext
@@ -237,16 +236,11 @@ def add_imports(module: cst.Module, roots: set[str]) -> cst.Module:
     }
     # A module the file already imports is not added twice, nor one whose emitted code a
     # later edit took away (a rank-0 guard around a print that then went whole).
-    wanted = {name for name in roots - present if _reads(module, name.split(".", 1)[0])}
+    wanted = {name for name in roots - present if spells(module, {name.split(".", 1)[0]})}
     body = list(module.body)
     for name in sorted(wanted):
         _insert(body, name)
     return module.with_changes(body=body) if wanted else module
-
-
-def _reads(module: cst.Module, root: str) -> bool:
-    """Whether the module's code spells the name `root` anywhere."""
-    return bool(m.findall(module, m.Name(value=root)))
 
 
 def _insert(body: list[cst.BaseStatement], name: str) -> None:

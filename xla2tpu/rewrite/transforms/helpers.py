@@ -11,12 +11,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import libcst as cst
-import libcst.matchers as m
 
 from xla2tpu.detect import copied_helpers
+from xla2tpu.project.resolve import spells
 from xla2tpu.rewrite.transforms.base import DELETE, CallSite, Rewrite, transform
 from xla2tpu.detect.printers import prints
 
@@ -48,7 +46,7 @@ def _insert_after_imports(module: cst.CSTNode, definition: cst.ClassDef | cst.Fu
     after = index
     for position in range(index, len(body)):
         statement = body[position]
-        if isinstance(statement, (cst.ClassDef, cst.FunctionDef)) or _uses(statement, copies):
+        if isinstance(statement, (cst.ClassDef, cst.FunctionDef)) or spells(statement, copies):
             break
         if _is_preamble(statement, position):
             after = position + 1
@@ -66,11 +64,6 @@ def _insert_after_imports(module: cst.CSTNode, definition: cst.ClassDef | cst.Fu
         body[index] = follower.with_changes(leading_lines=[blank, blank, *lines])
     body.insert(index, spaced)
     return module.with_changes(body=body)
-
-
-def _uses(statement: cst.BaseStatement, names: Mapping[str, int]) -> bool:
-    """Whether `statement` reads one of `names`."""
-    return bool(m.findall(statement, m.Name(value=m.MatchIfTrue(lambda value: value in names))))
 
 
 def _is_preamble(statement: cst.BaseStatement, index: int) -> bool:
