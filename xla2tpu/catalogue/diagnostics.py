@@ -36,10 +36,19 @@ class Diagnostic:
     def removed_with_its_if(self) -> Diagnostic:
         """The finding once the fixes emptied the block of the `if` whose test holds it, and
         the `if` went (pruner.py): nothing of it is left to migrate."""
+        return self.removed("removed with the `if` it tests, whose block the fixes emptied")
+
+    def removed(self, why: str, fix: FixClass = FixClass.SAFE) -> Diagnostic:
+        """The finding once its code went for the reason `why` (a fix of `fix`'s safety)."""
         if self.fixed:
             return self
-        message = f"{self.message} (removed with the `if` it tests, whose block the fixes emptied)"
-        return dataclasses.replace(self, message=message, fix=FixClass.SAFE, fixed=True)
+        return dataclasses.replace(self, message=f"{self.message} ({why})", fix=fix, fixed=True)
+
+
+# Why a finding in an availability flag is fixed (rewrite/dead_flags.py): a private flag, and
+# a public one, which code outside the project may import.
+UNREAD = "removed: nothing reads this flag once the fixes are made"
+UNREAD_PUBLIC = "removed: nothing in this project reads this flag once the fixes are made; unsafe: code outside it may import it"
 
 
 @dataclass

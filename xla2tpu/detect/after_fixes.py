@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 import heapq
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Container, Iterable, Sequence
 
 from xla2tpu.catalogue import template_text
 from xla2tpu.trees.blocks import first_line
@@ -538,7 +538,8 @@ def _state_context(item: ast.expr) -> bool:
 
 def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: Scopes, positions: Positions,
                          suppressions: Suppressions, apply: frozenset[FixClass], target: str, source: str,
-                         facts: Facts, package_init: bool = False) -> list[Diagnostic] | None:
+                         facts: Facts, package_init: bool = False, imported: Container[str] = frozenset()
+                         ) -> list[Diagnostic] | None:
     """The findings of the sites and of the import sites once the applied fixes are made;
     None when only making them tells (see the module's doc)."""
     try:
@@ -547,7 +548,8 @@ def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: 
         decided: dict[int, Case | None] = {}  # id(import site) -> its case in the first pass
 
         def case_of(site: ImportSite) -> Case | None:  # as the import pass decides on what is left
-            return decide(site, not left.read(site), site.guarded, site.top_level, target, source, facts, package_init)
+            return decide(site, not left.read(site), site.guarded, site.top_level, target, source, facts, package_init,
+                          imported)
 
         def judge(site: ImportSite, case: Case, removed: dict[int, list[ImportSite]]) -> None:
             where = positions.where(site.alias)

@@ -159,13 +159,15 @@ def package_init(path: str) -> bool:
 
 
 def decide(site: ImportSite, unused: bool, guard: Guard, top_level: bool, target: str, source: str,
-           facts: Facts, package_init: bool = False) -> Case | None:
+           facts: Facts, package_init: bool = False, imported: Container[str] = frozenset()) -> Case | None:
     """The case of the import's rule at `site`; None when the rule's own `when` rules it out.
     `unused` and `guard` are judged on the code as the fixes leave it: made (rewrite/import_pass.py),
     or told on the ast (detect/after_fixes.py). In a package's `__init__.py` (`package_init`)
     a module-level import is what `from package import name` reads: used, unless it imports
-    torch_xla or Optimum TPU itself (which goes either way)."""
-    if unused and top_level and package_init and not (site.qualname + ".").startswith(_LEGACY):
+    torch_xla or Optimum TPU itself (which goes either way). So is one whose name another module
+    of the project imports from this one (`imported`, project/model.py `Context.imported_flags`:
+    `from .imports import is_torch_xla_available` in the package's `__init__.py`)."""
+    if unused and top_level and (package_init or site.bound in imported) and not (site.qualname + ".").startswith(_LEGACY):
         unused = False
     guarded = guard is True or guard == FALLBACKS and not unused
     condition = Site(target=target, source=source, unused=unused, guarded=guarded, top_level=top_level, facts=facts)

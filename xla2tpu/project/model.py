@@ -92,6 +92,10 @@ class Context:
     # that define one, or what they import, create a process group of their own, which the
     # migrated launch's worker would clash with (launch_site.launchable).
     entry_groups: bool = False
+    # The names holding a prefilter token (`XLA_AVAILABLE`, `is_torch_xla_available`) that other
+    # modules of the project import from this one: a flag or a probe's import they read stays
+    # when the file's own reads of it go (rewrite/dead_flags.py, import_sites.decide).
+    imported_flags: frozenset[str] = frozenset()
 
     def canonicaliser(self, renames: Mapping[str, str]) -> Canonicaliser:
         return Canonicaliser(renames, self.aliases, self.relative)
@@ -183,6 +187,7 @@ class Project:
         self._inherited: dict[str, dict[str, Fact]] | None = None
         self._reads: frozenset[str] | None = None
         self._groups: bool | None = None
+        self._flags_imported: dict[str, set[str]] | None = None
 
     def __getstate__(self) -> dict:
         """The linked model, for the cache: without the rule matcher (a closure, given back
@@ -443,10 +448,32 @@ class Project:
         # the file does not need makes it analysed again after the model is built.
         reads = (self._env_reads() & module.summary.env_writes) - module.summary.env_reads
         groups = module.summary.launcher and self._entry_groups()
-        if not (matters or aliases or facts or findings or reads or groups):
+        flags = frozenset(self._imported_flags().get(module.path, ()))
+        if not (matters or aliases or facts or findings or reads or groups or flags):
             return EMPTY  # the project changes nothing in this file: it is judged on its own
         return Context(relative, aliases, defined, facts.get("processes"), facts.get("spmd"),
-                       facts.get("data-parallel"), findings, forced, reads, groups)
+                       facts.get("data-parallel"), findings, forced, reads, groups, flags)
+
+    def _imported_flags(self) -> dict[str, set[str]]:
+        """path -> the names holding a prefilter token that other modules import from it
+        (`from .utils import XLA_AVAILABLE`), and "*" where one imports the module itself
+        (`from . import env`, then `env._XLA_AVAILABLE`), worked out once. Star imports are
+        not in the summaries: a flag read only through one is not seen."""
+        if self._flags_imported is None:
+            self._flags_imported = {}
+            for module in self.modules.values():
+                for item in module.summary.imports:
+                    absolute = self._absolute(item, module)
+                    if absolute is None:
+                        continue
+                    whole = self._named(absolute if item.name is None else f"{absolute}.{item.name}", module)
+                    if whole is not None and whole is not module:
+                        self._flags_imported.setdefault(whole.path, set()).add("*")
+                    elif item.name is not None and holds_token(item.name):
+                        source = self._named(absolute, module)
+                        if source is not None and source is not module:
+                            self._flags_imported.setdefault(source.path, set()).add(item.name)
+        return self._flags_imported
 
     def _entry_groups(self) -> bool:
         """Whether a module of the project that defines a launcher entry point, or a module it

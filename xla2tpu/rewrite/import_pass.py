@@ -106,7 +106,7 @@ class ImportHygiene(StatementPruner):
                 continue
             unused = scope is not None and not self.uses.reached(scope, site.bound)
             case = decide(site, unused, self._guarded(), self._depth == 0, self.ctx.settings.target, self.ctx.source,
-                          self.ctx.facts, self.ctx.package_init)
+                          self.ctx.facts, self.ctx.package_init, self.ctx.imported)
             if case is None:
                 continue
             applied = self.ctx.report(site.rule, case, where, case.fixable, site.qualname)
@@ -125,7 +125,7 @@ class ImportHygiene(StatementPruner):
         return node.with_changes(names=kept)
 
 
-def _catches_import_error(handler: cst.ExceptHandler) -> bool:
+def catches_import_error(handler: cst.ExceptHandler) -> bool:
     if handler.type is None:
         return True
     kinds = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
@@ -134,7 +134,7 @@ def _catches_import_error(handler: cst.ExceptHandler) -> bool:
 
 def decides_import_guard(node: cst.Try) -> Guard:
     """detect.imports.guard_decides, judged on the code the fixes leave."""
-    handlers = [h for h in node.handlers if _catches_import_error(h)]
+    handlers = [h for h in node.handlers if catches_import_error(h)]
     bound = {_bound_name(alias) for line in node.body.body if isinstance(line, cst.SimpleStatementLine)
              for small in line.body if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar)
              for alias in small.names}

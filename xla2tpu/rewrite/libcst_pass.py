@@ -19,6 +19,7 @@ from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.sites import SiteMap
 from xla2tpu.catalogue.diagnostics import Diagnostic, FileResult
 from xla2tpu.project.facts import Facts
+from xla2tpu.rewrite.dead_flags import drop_dead_flags
 from xla2tpu.rewrite.import_pass import ImportHygiene, add_imports
 from xla2tpu.rewrite.layout import Layout
 from xla2tpu.sources.noqa import Suppressions
@@ -67,12 +68,14 @@ def rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: C
 
     def rule_pass(facts: Facts, sites: SiteMap) -> tuple[FileContext, cst.Module]:
         ctx = FileContext(decoded.text, settings, resolver, suppressions, outline, facts, tree, context.defined,
-                          package_init(result.path))
+                          package_init(result.path), context.imported_flags)
         ctx.diagnostics.extend(prefix)
         ctx.diagnostics.extend([None] * len(sites.index))  # type: ignore[list-item]  # filled once the fixes are built
         rewriter = Rewriter(ctx, module, sites)
         new_module = module.visit(rewriter)
         ctx.diagnostics[len(prefix):len(prefix) + len(sites.index)] = sites.diagnostics()
+        # Before the import pass: a `try:` whose flags went guards its imports no longer.
+        new_module = drop_dead_flags(ctx, module, new_module)
         if by_alias:
             new_module = _import_hygiene(ctx, new_module, rewriter.import_tops, by_alias, canonical, outline)
         return ctx, opening_as_before(add_imports(new_module, ctx.imports_needed), module)
@@ -85,7 +88,7 @@ def rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: C
         ctx, new_module = rule_pass(facts, detect(facts))
     result.diagnostics = sorted(ctx.findings())
     result.encoding = decoded.encoding
-    if not any(diagnostic.fixed for diagnostic in ctx.diagnostics):
+    if not any(diagnostic.fixed for diagnostic in result.diagnostics):
         return  # nothing was rewritten: no code to generate
     code, generated = outline.render(new_module, Wrapper(decoded.text, settings.line_length))
     if code != decoded.text:

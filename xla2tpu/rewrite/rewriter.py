@@ -21,7 +21,7 @@ from xla2tpu.detect.arguments import bind, cst_arguments
 from xla2tpu.detect.conditions import literal_text, message_of
 from xla2tpu.detect.sites import EXPRESSION_KINDS, ENV_CALLS, ENV_READERS, ENV_UPDATE, SiteMap, tail
 from xla2tpu.detect.found import Found
-from xla2tpu.catalogue.diagnostics import Diagnostic, FixClass
+from xla2tpu.catalogue.diagnostics import UNREAD, UNREAD_PUBLIC, Diagnostic, FixClass
 from xla2tpu.detect.emission import Speller
 from xla2tpu.project.facts import UNKNOWN, Facts
 from xla2tpu.sources.noqa import Suppressions
@@ -48,10 +48,12 @@ class FileContext:
         tree: ast.Module | None = None,
         defined: Mapping[str, str] | None = None,
         package_init: bool = False,
+        imported: frozenset[str] = frozenset(),
     ) -> None:
         self.source = source
         self.defined = defined or {}  # project probe -> where it is defined (project/model.py)
         self.package_init = package_init  # a package's `__init__.py`: its imports are its API
+        self.imported = imported  # names other modules of the project import from this one (Context.imported_flags)
         self.tree = tree  # CPython's tree of the whole file, when it has one
         self.facts = facts
         self.outline = outline
@@ -67,13 +69,18 @@ class FileContext:
         self.held: dict[int, tuple[cst.CSTNode, IfTest]] = {}
         self.sites: dict[int, cst.CSTNode] = {}
         self.resolved: list[int] = []
+        # The findings in availability flags that went because nothing read them any more
+        # (dead_flags.py), with how safe that removal was.
+        self.unread: dict[int, FixClass] = {}
 
     def findings(self) -> list[Diagnostic]:
-        """The findings; one whose code went with an emptied `if` (pruner.py) is fixed:
-        nothing of it is left to migrate."""
+        """The findings; one whose code went with an emptied `if` (pruner.py) or with an
+        unread flag (dead_flags.py) is fixed: nothing of it is left to migrate."""
         found = list(self.diagnostics)
         for index in set(self.resolved):
             found[index] = found[index].removed_with_its_if()
+        for index, fix in self.unread.items():
+            found[index] = found[index].removed(UNREAD if fix is FixClass.SAFE else UNREAD_PUBLIC, fix)
         return found
 
     @functools.cached_property
