@@ -5,7 +5,8 @@ fix to write or a transform to try.
 `reduction`, `layout` and `outline` parse and visit only those; `libcst_pass` runs the
 pass: `rewriter` builds each site's fix (templates, or a `transforms/` builder),
 `statements` and `pruner` delete statements and what they empty without losing comments,
-`import_pass` makes the imports follow the code; the emitted lines go through
+`dead_flags` removes the availability flags the fixes left unread, `import_pass` makes the
+imports follow the code; the emitted lines go through
 `xla2tpu.formatting`.
 
 Receives: decoded text, the detector's sites, the settings and the facts. Hands on: the

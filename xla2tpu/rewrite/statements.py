@@ -54,7 +54,8 @@ def prune(
     for index, statement in enumerate(body):
         if id(statement) in doomed:
             last = all(id(later) in doomed for later in body[index + 1:])
-            carried.extend(_undescribed(statement, _ends_paragraph(body, index, doomed), first=not out, last=last))
+            # Two removed paragraphs in a row leave one blank run between what is kept, not two.
+            carried = _merge(carried, _undescribed(statement, _ends_paragraph(body, index, doomed), first=not out, last=last))
             removed = True
             continue
         if carried or (removed and not out):
