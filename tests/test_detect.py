@@ -355,6 +355,35 @@ def test_check_never_loads_libcst_where_the_ast_tells(tmp_path) -> None:
     assert done.stdout.strip().splitlines()[-1] == "exit 1 False"
 
 
+_PIPELINE = b"""from diffusers.utils import is_torch_xla_available
+
+if is_torch_xla_available():
+    import torch_xla.core.xla_model as xm
+
+    XLA_AVAILABLE = True
+else:
+    XLA_AVAILABLE = False
+
+
+def denoise(x):
+    if XLA_AVAILABLE:
+        xm.mark_step()
+    return x
+"""
+
+
+def test_check_tells_an_unread_flag_on_the_ast_as_fix_makes_it() -> None:
+    # A Diffusers pipeline's flag dies with its one read: `check` says so without LibCST
+    # (after_fixes.flags_removed), and says what `fix` does (dead_flags.py).
+    unsafe = _MODES["unsafe"]
+    checked = engine.process_source("p.py", _PIPELINE, dataclasses.replace(unsafe, rewrite=False))
+    fixed = engine.process_source("p.py", _PIPELINE, unsafe)
+    assert not checked.parsed
+    assert [(d.line, d.code, d.fixed) for d in checked.diagnostics] == [(d.line, d.code, d.fixed) for d in fixed.diagnostics]
+    assert {d.code for d in checked.diagnostics if d.fixed} == {"XLA001", "XLA005", "XLA008", "XLA009", "XLA201"}
+    assert fixed.new_source == b"def denoise(x):\n    return x\n"
+
+
 _PROFILE = b"import torch_xla.debug.profiler as xp\n\n\ndef f(d, a):\n%s"
 
 

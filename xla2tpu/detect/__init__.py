@@ -7,8 +7,8 @@ its fix can be made, decided before LibCST sees the file (so `check` usually nev
 `ast_earlier` / `ast_patterns`; the `*_site` modules decide the structural rewrites (launch,
 loaders, collectives, profiler, ...); `import_sites` judges torch_xla imports; `lints/` the
 context rules; `prechecks` the file rules and `project_findings` the sites another module
-points at; `after_fixes` tells what the fixes leave, for `check` (`probe_flags`: a file that may
-define an availability flag is left to LibCST); `positions` reports each
+points at; `after_fixes` tells what the fixes leave, for `check` (with `probe_flags`: the availability
+flags they leave unread); `positions` reports each
 finding where LibCST would put it; `vendor_branches` leaves other hardware's branches alone.
 
 Receives: the ast, the file's facts and context, the rule index. Hands on: the sites

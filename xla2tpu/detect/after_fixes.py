@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import ast
 import heapq
-from collections.abc import Collection, Container, Iterable, Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 
 from xla2tpu.catalogue import template_text
 from xla2tpu.trees.blocks import first_line
 from xla2tpu.catalogue.rules import Case
 from xla2tpu.detect.conditions import message_of
 from xla2tpu.detect import (call_shapes, collective_sites, copied_helpers, env_access_site, launch_site, loader_site,
-                            profiler_site)
+                            probe_flags, profiler_site)
 from xla2tpu.detect.import_sites import ImportSite, decide, fallback_only
 from xla2tpu.trees.names import dotted_name
 from xla2tpu.detect.positions import Positions
@@ -57,14 +57,17 @@ class _CannotTell(Exception):
 class Leftovers:
     """The reads, statements and findings the applied fixes take away."""
 
-    def __init__(self, sites: SiteMap, scopes: Scopes, imports: Sequence[ImportSite], lines: Sequence[str]) -> None:
+    def __init__(self, sites: SiteMap, scopes: Scopes, imports: Sequence[ImportSite], lines: Sequence[str],
+                 flags: frozenset[str] = frozenset()) -> None:
         self.gone: dict[tuple[int, str], int] = {}  # (id(scope), name) -> its `Name` nodes the fixes take
         self.resolved: list[Found] = []  # sites left for a human whose code goes with an `if`
+        self.unread: dict[int, FixClass] = {}  # id(site) -> how safe: its code went with an unread flag
         self._sites = sites
         self._scopes = scopes
         self._lines = lines  # the source's lines, for the comments a block keeps
         self._queries = {id(site.node) for site in sites.found}  # calls the pruner takes for reads
-        self._names = frozenset(site.bound for site in imports)  # the only reads that matter
+        # The only reads that matter: of the imports, and of the availability flags (probe_flags.py).
+        self._names = frozenset(site.bound for site in imports) | flags
         self._imported = frozenset(site.qualname for site in imports)
         self._seen: set[int] = set()  # Name nodes taken already (a site inside another's node)
         self._deleted: set[int] = set()  # statements that go
@@ -278,7 +281,8 @@ class Leftovers:
         """The compound statements whose blocks the deletions emptied, innermost first."""
         while self._pending:
             _, key = heapq.heappop(self._pending)
-            self._emptied(*self._owners[key])
+            # Popped: a later removal in its blocks (an import, a flag) asks about it again.
+            self._emptied(*self._owners.pop(key))
 
     def _empty(self, block: Sequence[ast.stmt]) -> bool:
         """Whether the deletions empty `block` as the pruner sees it: every statement goes and
@@ -420,6 +424,35 @@ class Leftovers:
                     return True
         return False
 
+    def flags_removed(self, flags: Sequence[probe_flags.Assignment], mentioned: Mapping[str, int],
+                      imported: Container[str], unsafe: bool, package_init: bool) -> None:
+        """rewrite/dead_flags.drop_dead_flags on CPython's tree: the availability flags no node
+        names once the fixes took theirs (`mentioned`: the nodes naming each as written) go,
+        with what that empties; before the imports are decided (a flag in a `try:` changes
+        what it guards: only making it tells)."""
+        found: dict[str, list[probe_flags.Assignment]] = {}
+        others: set[str] = set()
+        for flag in flags:
+            if flag.probe and _inert(flag.node.value, self._queries):
+                found.setdefault(flag.name, []).append(flag)
+            else:
+                others.add(flag.name)
+        if not found or "*" in imported:
+            return
+        taken: dict[str, int] = {}
+        for (_, name), count in self.gone.items():
+            taken[name] = taken.get(name, 0) + count
+        for name, assigns in found.items():
+            private = name.startswith("_")
+            if (mentioned.get(name, 0) - taken.get(name, 0) != len(assigns) or name in others or name in imported
+                    or not (private or unsafe and not package_init)):
+                continue
+            for flag in assigns:
+                self.unread.update(dict.fromkeys(
+                    (id(site) for site in self._findings_in(flag.node)), FixClass.SAFE if private else FixClass.UNSAFE))
+                self._delete(flag.node, flag.chain, self._scopes.module)
+        self._prune()
+
     def imports_removed(self, removed: Iterable[Sequence[ImportSite]]) -> bool:
         """The import pass removes these aliases (per statement); a statement left without
         any goes, and the pruner takes what that empties. True when an `if` that goes has
@@ -538,12 +571,18 @@ def _state_context(item: ast.expr) -> bool:
 
 def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: Scopes, positions: Positions,
                          suppressions: Suppressions, apply: frozenset[FixClass], target: str, source: str,
-                         facts: Facts, package_init: bool = False, imported: Container[str] = frozenset()
-                         ) -> list[Diagnostic] | None:
+                         facts: Facts, package_init: bool = False, imported: Container[str] = frozenset(),
+                         tree: ast.Module | None = None) -> list[Diagnostic] | None:
     """The findings of the sites and of the import sites once the applied fixes are made;
-    None when only making them tells (see the module's doc)."""
+    None when only making them tells (see the module's doc). `imported`: the names other
+    modules of the project import from this one (Context.imported_flags); `tree`: the
+    module, whose availability flags go when the fixes take their reads (probe_flags.py)."""
     try:
-        left = Leftovers(sites, scopes, imports, positions.line_texts)
+        flags = probe_flags.assignments(tree, {id(site.node) for site in sites.found}) if tree is not None else []
+        left = Leftovers(sites, scopes, imports, positions.line_texts, frozenset(flag.name for flag in flags))
+        if flags and tree is not None:
+            left.flags_removed(flags, probe_flags.mentions(tree, {flag.name for flag in flags}), imported,
+                               FixClass.UNSAFE in apply, package_init)
         found: dict[int, Diagnostic] = {}  # id(import site) -> its finding
         decided: dict[int, Case | None] = {}  # id(import site) -> its case in the first pass
 
@@ -579,6 +618,6 @@ def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: 
                 if case is not None and case is not decided[id(site)]:
                     judge(site, case, again)
             left.imports_removed(again.values())
-        return [*sites.diagnostics({id(site) for site in left.resolved}), *found.values()]
+        return [*sites.diagnostics({id(site) for site in left.resolved}, left.unread), *found.values()]
     except _CannotTell:
         return None

@@ -37,7 +37,7 @@ from xla2tpu.detect.vendor_branches import other_vendor_branch, skipped_lines
 from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.lints import LINTS
 from xla2tpu.detect.values import call_arguments, literal_text
-from xla2tpu.catalogue.diagnostics import Diagnostic, FixClass
+from xla2tpu.catalogue.diagnostics import UNREAD, UNREAD_PUBLIC, Diagnostic, FixClass
 from xla2tpu.detect.emission import Speller
 from xla2tpu.detect.found import Decision, Found
 from xla2tpu.project.facts import UNKNOWN, Facts
@@ -989,9 +989,10 @@ class SiteMap:
         self._settle(len(self.found) - 1)
         return [site for i, site in enumerate(self.found) if self._applied(i)]
 
-    def diagnostics(self, resolved: Collection[int] = ()) -> list[Diagnostic]:
+    def diagnostics(self, resolved: Collection[int] = (), unread: Mapping[int, FixClass] | None = None) -> list[Diagnostic]:
         """The findings of the sites, as the user sees them (FileContext.report's rules);
-        `resolved`: the ids of the sites whose code went with an emptied `if`."""
+        `resolved`: the ids of the sites whose code went with an emptied `if`; `unread`: those
+        whose code went with an availability flag nothing read (probe_flags.py), and how safe."""
         self._settle(len(self.found) - 1)
         out: list[Diagnostic] = []
         for i, (site, span) in enumerate(zip(self.found, self._spans)):
@@ -1001,5 +1002,9 @@ class SiteMap:
             message = message_of(site.case, self.facts, site.source, note, site.name, self.defined)
             found = Diagnostic(span.start.line, span.start.column + 1, site.rule.code, message, self._fix(i),
                                self._applied(i), span.end.line, span.end.column + 1)
-            out.append(found.removed_with_its_if() if id(site) in resolved else found)
+            if id(site) in resolved:
+                found = found.removed_with_its_if()
+            elif unread and id(site) in unread:
+                found = found.removed(UNREAD if unread[id(site)] is FixClass.SAFE else UNREAD_PUBLIC, unread[id(site)])
+            out.append(found)
         return out

@@ -30,7 +30,7 @@ from xla2tpu.rewrite.reduction import Parsed
 from xla2tpu.sources.prefilter import holds_token, may_hold_idiom
 from xla2tpu.project.model import EMPTY, Context
 from xla2tpu.detect.project_findings import project_findings
-from xla2tpu.detect import launch_site, probe_flags
+from xla2tpu.detect import launch_site
 from xla2tpu.detect.after_fixes import findings_after_fixes
 from xla2tpu.detect.import_sites import import_sites, package_init
 from xla2tpu.detect.scopes import Scopes
@@ -128,10 +128,9 @@ def _rewrite(result: FileResult, decoded: Decoded, settings: Settings, context: 
         if launch is not None:  # as the LibCST pass does: found again with the migrated launch's facts
             fixed_facts = dataclasses.replace(facts, processes=launch)
             sites = detect(fixed_facts)
-        # Which reads of an availability flag the fixes take is told only by making them.
-        found = None if sites.undecided or probe_flags.may_define(tree) else findings_after_fixes(
+        found = None if sites.undecided else findings_after_fixes(
             sites, imports, scopes, positions, suppressions, settings.apply, settings.target, decoded.text, fixed_facts,
-            package_init(result.path), context.imported_flags)
+            package_init(result.path), context.imported_flags, tree)
         if found is not None and not (settings.rewrite and any(d.fixed for d in found)):
             result.facts = fixed_facts
             result.diagnostics = sorted([*prefix, *found])
