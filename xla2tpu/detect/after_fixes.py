@@ -281,8 +281,7 @@ class Leftovers:
         """The compound statements whose blocks the deletions emptied, innermost first."""
         while self._pending:
             _, key = heapq.heappop(self._pending)
-            # Popped: a later removal in its blocks (an import, a flag) asks about it again.
-            self._emptied(*self._owners.pop(key))
+            self._emptied(*self._owners[key])
 
     def _empty(self, block: Sequence[ast.stmt]) -> bool:
         """Whether the deletions empty `block` as the pruner sees it: every statement goes and
@@ -440,6 +439,7 @@ class Leftovers:
         if not found or "*" in imported:
             return
         taken: dict[str, int] = {}
+        touched: list[ast.AST] = []
         for (_, name), count in self.gone.items():
             taken[name] = taken.get(name, 0) + count
         for name, assigns in found.items():
@@ -451,7 +451,11 @@ class Leftovers:
                 self.unread.update(dict.fromkeys(
                     (id(site) for site in self._findings_in(flag.node)), FixClass.SAFE if private else FixClass.UNSAFE))
                 self._delete(flag.node, flag.chain, self._scopes.module)
+                touched.append(flag.chain[-1])
         self._prune()
+        for owner in touched:  # an import the pass removes from its blocks asks about it again
+            if not isinstance(owner, ast.Module):
+                self._owners.pop(id(owner), None)
 
     def imports_removed(self, removed: Iterable[Sequence[ImportSite]]) -> bool:
         """The import pass removes these aliases (per statement); a statement left without
