@@ -429,25 +429,25 @@ def test_a_trace_pair_is_made_both_halves_or_neither(body: bytes, fixed: bool) -
     (b"import torch_xla.core.xla_model as xm\nt = xm.RateTracker()\n", "XLA408", True),
     (b"from datetime import time\nimport torch_xla.core.xla_model as xm\nt = xm.RateTracker()\n", "XLA408", False),
     (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x)\n", "XLA501", True),
-    (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    it = iter(dl)\n", "XLA501", False),
-    (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    run(loader=dl)\n", "XLA501", False),
-    (_LOADER % b"def main(dl, d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x)\n", "XLA501", False),
-    (_LOADER % b"def main(d):\n    for _, _ in pl.MpDeviceLoader(train_loader, d):\n        f()\n", "XLA501", False),
-    (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x, dl=1)\n", "XLA501", False),
+    (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    it = iter(dl)\n", "XLA501", True),
+    (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    run(loader=dl)\n", "XLA501", True),
+    (_LOADER % b"def main(dl, d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x)\n", "XLA501", True),
+    (_LOADER % b"def main(d):\n    for _, _ in pl.MpDeviceLoader(train_loader, d):\n        f()\n", "XLA501", True),
+    (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x, dl=1)\n", "XLA501", True),
     (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x)\n    print(len(dl))\n",
      "XLA501", True),
     (_LOADER % b"def main(d):\n    for x in dl:\n        f(x)\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n"
-               b"        f(x)\n", "XLA501", False),
+               b"        f(x)\n", "XLA501", True),
     (_LOADER % b"def run(loader):\n    xm.mark_step(len(loader))\n\n\ndef main(d):\n    run(pl.MpDeviceLoader(train_loader, d))\n",
-     "XLA501", False),
+     "XLA501", True),
     (_LOADER % b"def main(d):\n    print(dl)\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x)\n",
-     "XLA501", False),
+     "XLA501", True),
     (_LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    for x in dl:\n        f(x)\n    dl = None\n",
      "XLA501", True),
     (_LOADER % b"def run(loader):\n    for b in loader:\n        xm.mark_step()\n\n\ndef main(d):\n"
                b"    run(pl.MpDeviceLoader(train_loader, d))\n", "XLA501", True),
     (_LOADER % b"def run(loader):\n    for b in loader:\n        xm.mark_step()\n    n = len(loader)\n    loader.x\n\n\n"
-               b"def main(d):\n    run(pl.MpDeviceLoader(train_loader, d))\n", "XLA501", False),
+               b"def main(d):\n    run(pl.MpDeviceLoader(train_loader, d))\n", "XLA501", True),
     (_LOADER % b"def main(d):\n    for _, b in enumerate(pl.MpDeviceLoader(train_loader, d)):\n        f(b)\n", "XLA501", True),
     (_LOADER % b"def main(d):\n    p = pl.ParallelLoader(train_loader, [d])\n    for x in p.per_device_loader(d):\n        f(x)\n",
      "XLA502", True),
@@ -473,3 +473,16 @@ def test_a_transform_decided_on_the_ast_is_made_only_where_it_can_be(source: byt
     assert [d.fixed for d in result.diagnostics if d.code == code][:1] == [fixed], result.diagnostics
     assert result.new_source is not None or not fixed
     assert _seen(engine.process_source("t.py", source, dataclasses.replace(_MODES["unsafe"], rewrite=False))) == _seen(result)
+
+
+def test_a_device_loader_the_transform_refuses_becomes_the_copy_of_torch_xlas_class() -> None:
+    # The loop that consumes it is out of reach (`iter()`): the rule's fallback case writes a
+    # copy of `pl.MpDeviceLoader` into the module (copied_helpers), as check says too.
+    source = _LOADER % b"def main(d):\n    dl = pl.MpDeviceLoader(train_loader, d)\n    it = iter(dl)\n"
+    result = engine.process_source("t.py", source, _MODES["unsafe"])
+    finding = next(d for d in result.diagnostics if d.code == "XLA501")
+    assert finding.fixed and "a copy in this module" in finding.message
+    assert result.new_source is not None and b"class MpDeviceLoader:" in result.new_source
+    assert b"dl = MpDeviceLoader(train_loader, d)" in result.new_source
+    checked = engine.process_source("t.py", source, dataclasses.replace(_MODES["unsafe"], rewrite=False))
+    assert _seen(checked) == _seen(result)

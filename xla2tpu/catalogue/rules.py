@@ -112,6 +112,8 @@ class Case:
     template: str = ""  # for replace (an expression or statement) and rename (a dotted name)
     # Expression rules: the `match` patterns this case is for (empty: any of the rule's).
     forms: tuple[str, ...] = ()
+    # Chosen only where the site refuses the transform of the case before it (detect/sites.py).
+    fallback: bool = False
 
     @property
     def fixable(self) -> bool:
@@ -236,6 +238,7 @@ def _rule(raw: dict, area: str) -> Rule:
             action=case.get("action", _implied_action(case)),
             template=case.get("replace", case.get("rename", case.get("transform", ""))),
             forms=tuple(case.get("match", ())),
+            fallback=case.get("fallback", False),
         )
         for case in raw.get("case", [{}])
     )
@@ -282,7 +285,9 @@ def _validate(catalogue: Catalogue) -> None:
             raise CatalogueError(f"{where}: unknown kind {rule.kind!r}")
         if not rule.cases or rule.cases[-1].when or rule.cases[-1].forms:
             raise CatalogueError(f"{where}: the last case must have no conditions (catch-all)")
-        for case in rule.cases:
+        for before, case in zip((None, *rule.cases), rule.cases):
+            if case.fallback and (case.action != "transform" or before is None or before.action != "transform"):
+                raise CatalogueError(f"{where}: a fallback case is a transform right after a transform case")
             if case.action not in ACTIONS:
                 raise CatalogueError(f"{where}: unknown action {case.action!r}")
             if not case.message:

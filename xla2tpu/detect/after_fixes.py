@@ -436,20 +436,24 @@ class Leftovers:
                 found.setdefault(flag.name, []).append(flag)
             else:
                 others.add(flag.name)
-        if not found or "*" in imported:
+        if not found:
             return
-        taken: dict[str, int] = {}
-        touched: list[ast.AST] = []
+        left: dict[str, int] = dict(mentioned)  # once the fixes took theirs
         for (_, name), count in self.gone.items():
-            taken[name] = taken.get(name, 0) + count
+            if name in left:
+                left[name] -= count
+        values: dict[str, dict[str, int]] = {}
         for name, assigns in found.items():
-            private = name.startswith("_")
-            if (mentioned.get(name, 0) - taken.get(name, 0) != len(assigns) or name in others or name in imported
-                    or not (private or unsafe and not package_init)):
-                continue
             for flag in assigns:
-                self.unread.update(dict.fromkeys(
-                    (id(site) for site in self._findings_in(flag.node)), FixClass.SAFE if private else FixClass.UNSAFE))
+                for read, count in probe_flags.mentions(flag.node.value, found, self._seen).items():
+                    values.setdefault(name, {})[read] = values.get(name, {}).get(read, 0) + count
+        dead = probe_flags.dead({name: len(assigns) for name, assigns in found.items()}, left, values, others, imported,
+                                unsafe, package_init)
+        touched: list[ast.AST] = []
+        for name in dead:
+            fix = FixClass.SAFE if name.startswith("_") else FixClass.UNSAFE
+            for flag in found[name]:
+                self.unread.update(dict.fromkeys((id(site) for site in self._findings_in(flag.node)), fix))
                 self._delete(flag.node, flag.chain, self._scopes.module)
                 touched.append(flag.chain[-1])
         self._prune()

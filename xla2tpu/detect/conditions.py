@@ -158,13 +158,17 @@ def _file_holds(text: str, source: str, regex: bool) -> bool:
 
 
 def choose(cases: Sequence[Case], site: Site) -> Case:
-    """The first case whose conditions all hold; the catalogue guarantees a catch-all last."""
+    """The first case whose conditions all hold, fallbacks aside (detect/sites.py tries one
+    where the site refuses the transform before it); the catalogue guarantees a catch-all last."""
     for case in cases:
-        if case.forms and site.form not in case.forms:
-            continue
-        if all(_holds(condition, site) for condition in case.when):
+        if not case.fallback and holds(case, site):
             return case
-    return cases[-1]
+    return next(case for case in reversed(cases) if not case.fallback)
+
+
+def holds(case: Case, site: Site) -> bool:
+    """Whether the case is for the site's form and all its conditions hold there."""
+    return not (case.forms and site.form not in case.forms) and all(_holds(condition, site) for condition in case.when)
 
 
 def facts_behind(case: Case, facts: Facts) -> list[str]:

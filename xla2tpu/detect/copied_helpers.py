@@ -10,6 +10,9 @@ imports LibCST.
   `print_training_update`: the writer may be None (no log dir, or not the master), which
   every helper accepts; tensorboardX is imported only when a writer is made, as torch_xla
   did, so a run without a log dir needs no TensorBoard package.
+- `pl.MpDeviceLoader`, where XLA501 cannot unwrap it (stored in an attribute, handed to a
+  framework or a method): an object that iterates the loader again each time, moving every
+  batch to the device, with its length.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class Helper:
     name: str
     text: str
     needs: tuple[str, ...] = ()
+    module: str = "time"  # the module the copy calls, as this name: imported where unbound
 
 
 # The explanation is a comment, not a docstring paragraph: comments take the module's
@@ -128,6 +132,24 @@ def {name}(device, step, loss, rate, global_rate, epoch=None, summary_writer=Non
         {write_to_summary}(summary_writer, dict_to_write={{"examples/sec": rate, "average_examples/sec": global_rate}})
 '''
 
+_DEVICE_LOADER = '''\
+class {name}:
+    """The batches of `loader` on `device`, as torch_xla's `pl.MpDeviceLoader` gave them."""
+
+    # torch_xla moved each batch from background threads; here it moves when it is taken
+    # (a DataLoader's pin_memory and num_workers give the overlap back).
+    def __init__(self, loader, device, **kwargs):
+        self._loader = loader
+        self._device = device
+
+    def __iter__(self):
+        for batch in self._loader:
+            yield torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t.to(self._device), batch)
+
+    def __len__(self):
+        return len(self._loader)
+'''
+
 _TEST_UTILS = "torch_xla.test.test_utils."
 # torch_xla's qualified name -> the helper its calls become.
 HELPERS: dict[str, Helper] = {
@@ -136,6 +158,7 @@ HELPERS: dict[str, Helper] = {
     _TEST_UTILS + "get_summary_writer": Helper("get_summary_writer", _GET_SUMMARY_WRITER, ("write_to_summary",)),
     _TEST_UTILS + "close_summary_writer": Helper("close_summary_writer", _CLOSE_SUMMARY_WRITER),
     _TEST_UTILS + "print_training_update": Helper("print_training_update", _PRINT_TRAINING_UPDATE, ("write_to_summary",)),
+    "torch_xla.distributed.parallel_loader.MpDeviceLoader": Helper("MpDeviceLoader", _DEVICE_LOADER, module="torch"),
 }
 _BY_NAME = {helper.name: helper for helper in HELPERS.values()}
 
@@ -145,13 +168,12 @@ def helper(qualname: str) -> Helper | None:
     return HELPERS.get(qualname)
 
 
-def copyable(module: Scope) -> bool:
-    """Whether the module's top level leaves `time` to the time module (or unbound: the fix
-    imports it): the copies call `time.perf_counter()` / `time.time()` / `time.strftime()`,
-    and a module that binds `time` to something else (`from time import time`) would make
-    them call the wrong thing."""
-    bound = module.bindings.get("time")
-    return bound is None or bound == {"time"}
+def copyable(module: Scope, helper: Helper) -> bool:
+    """Whether the module's top level leaves the module the copies call (`time`, `torch`) to
+    that module (or unbound: the fix imports it): the copies call `time.perf_counter()` /
+    `time.time()` / `time.strftime()` or `torch.utils._pytree`, and a module that binds the
+    name to something else (`from time import time`) would make them call the wrong thing."""
+    return all(module.bindings.get(each.module) in (None, {each.module}) for each in with_needs(helper))
 
 
 def with_needs(first: Helper) -> list[Helper]:

@@ -8,7 +8,7 @@ rewrite/dead_flags.py on LibCST's tree, told here on CPython's for `check`
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Container, Iterator, Mapping
 from dataclasses import dataclass
 
 from xla2tpu.sources.prefilter import holds_token
@@ -62,13 +62,15 @@ def _holds_site(node: ast.AST, sites: Collection[int]) -> bool:
     return any(id(inner) in sites for inner in ast.walk(node))
 
 
-def mentions(tree: ast.Module, names: Collection[str]) -> dict[str, int]:
+def mentions(tree: ast.AST, names: Collection[str], skip: Container[int] = ()) -> dict[str, int]:
     """dead_flags._names on CPython's tree: how many nodes name each of `names`. LibCST makes
     a `Name` of every identifier, so these count too: attribute, keyword, parameter,
     definition, import and `except ... as` names, `global` / `nonlocal`; and a string equal
-    to one (`__all__`)."""
+    to one (`__all__`); not the nodes whose id is in `skip`."""
     count: dict[str, int] = {}
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         for name in _identifiers(node):
             if name in names:
                 count[name] = count.get(name, 0) + 1
@@ -95,3 +97,27 @@ def _identifiers(node: ast.AST) -> list[str]:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node.value]
     return []
+
+
+def dead(assigned: Mapping[str, int], mentioned: Mapping[str, int], values: Mapping[str, Mapping[str, int]],
+         others: Container[str], imported: Container[str], unsafe: bool, package_init: bool) -> list[str]:
+    """The flags that go, as both trees judge them: `assigned` counts each flag's assignments,
+    `mentioned` the nodes naming it once the fixes are made (its assignments' targets among
+    them), `values` the flag names each flag's assigned values name (a flag that goes frees
+    what it read: `HAS_XLA = _XLA_AVAILABLE`). Not a name also bound some other way (`others`),
+    one another module imports (`imported`; "*": the module itself), nor a public one unless
+    unsafe fixes are on (and the module is no package `__init__.py`)."""
+    if "*" in imported:
+        return []
+    eligible = [name for name in assigned if name not in others and name not in imported
+                and (name.startswith("_") or unsafe and not package_init)]
+    gone: list[str] = []
+    changed = True
+    while changed:  # to a fixed point: one run of the fix removes all it will ever remove
+        changed = False
+        for name in eligible:
+            freed = sum(values.get(other, {}).get(name, 0) for other in gone)
+            if name not in gone and mentioned.get(name, 0) - freed == assigned[name]:
+                gone.append(name)
+                changed = True
+    return gone

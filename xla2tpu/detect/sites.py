@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from xla2tpu.catalogue import template_text
 from xla2tpu.detect.arguments import bind
 from xla2tpu.catalogue.rules import Case, Rule
-from xla2tpu.detect.conditions import Site, applies, choose, message_of, withheld
+from xla2tpu.detect.conditions import Site, applies, choose, holds, message_of, withheld
 from xla2tpu.trees.blocks import Group, blocks, first_line, lazy_imports
 from xla2tpu.detect import (ast_earlier, ast_patterns, call_shapes, collective_sites, env_access_site, launch_site,
                             loader_site, profiler_site, copied_helpers, spmd_program)
@@ -367,6 +367,11 @@ class Detector:
         if transform:
             fixable = case.fixable and site.args is not None
             decision = self._transform_decision(case, node, site.args, qualname) if fixable else None
+            fallback = _fallback(rule, case, site)
+            if decision is not None and not decision[0] and fallback is not None:
+                # The site refuses the case's transform: the rule's fallback for it is tried.
+                case = fallback
+                decision = self._transform_decision(case, node, site.args, qualname)  # type: ignore[arg-type]
             if decision is not None:
                 (fixable, texts, made), decided = decision, True
                 if fixable:  # the rewriter refuses it when a name it spells does not reach its module
@@ -440,7 +445,7 @@ class Detector:
             return makeable, env_access_site.TEMPLATES[template], None
         if template == copied_helpers.TEMPLATE:  # its copies spell `time` as it is, at module level
             helper = copied_helpers.helper(qualname)
-            return helper is not None and copied_helpers.copyable(self.scopes.module), (), helper
+            return helper is not None and copied_helpers.copyable(self.scopes.module, helper), (), helper
         if template in spmd_program.TRANSFORMS:  # all or none: the program's decision is the site's
             program = self._spmd_program()
             return program is not None, spmd_program.TEMPLATES, program
@@ -845,6 +850,16 @@ def _identifiers(tree: ast.AST) -> Iterator[str]:
             yield from node.names
         elif isinstance(node, ast.alias):
             yield (node.asname or node.name).split(".")[0]
+
+
+def _fallback(rule: Rule, case: Case, site: Site) -> Case | None:
+    """The case right after `case` when it is a fallback (`fallback = true`: tried where the
+    site refuses `case`'s transform) whose conditions hold at `site`."""
+    index = rule.cases.index(case)
+    following = rule.cases[index + 1] if index + 1 < len(rule.cases) else None
+    if following is None or not following.fallback or not holds(following, site):
+        return None
+    return following
 
 
 def _can_fix(case: Case, site: Site) -> bool:

@@ -27,6 +27,7 @@ from collections.abc import Container, Iterator, Sequence
 import libcst as cst
 
 from xla2tpu.catalogue.diagnostics import FixClass
+from xla2tpu.detect import probe_flags
 from xla2tpu.detect.probe_flags import flag_name
 from xla2tpu.rewrite.import_pass import catches_import_error
 from xla2tpu.rewrite.pruner import StatementPruner, inert
@@ -45,16 +46,20 @@ def drop_dead_flags(ctx: FileContext, before: cst.Module, after: cst.Module) -> 
             found.setdefault(name, []).append(assign)
         else:
             others.add(name)
-    if not found or "*" in ctx.imported:  # another module imports this one whole: any flag may be read
+    if not found:
         return after
     kept = {name: [a for a, _ in _assignments(after.body, (), False) if a.targets[0].target.value == name]  # type: ignore[attr-defined]
             for name in found}
-    names = _names(after, frozenset(found))
-    unsafe = FixClass.UNSAFE in ctx.settings.apply
-    # Dead: the output still has each assignment and names the flag nowhere else.
-    dead = [name for name, assigns in found.items()
-            if len(kept[name]) == len(assigns) == names.get(name, 0) and name not in others and name not in ctx.imported
-            and (name.startswith("_") or unsafe and not ctx.package_init)]
+    flags = frozenset(found)
+    # The output must still hold each assignment (no fix took one), whose targets name it too.
+    mentioned = {name: count for name, count in _names(after, flags).items() if len(kept[name]) == len(found[name])}
+    values: dict[str, dict[str, int]] = {}
+    for name, assigns in kept.items():
+        for assign in assigns:
+            for read, count in _names(assign.value, flags).items():
+                values.setdefault(name, {})[read] = values.get(name, {}).get(read, 0) + count
+    dead = probe_flags.dead({name: len(assigns) for name, assigns in found.items()}, mentioned, values, others,
+                            ctx.imported, FixClass.UNSAFE in ctx.settings.apply, ctx.package_init)
     if not dead:
         return after
     for name in dead:
@@ -126,7 +131,7 @@ def _holds_site(node: cst.CSTNode, sites: Container[int]) -> bool:
     return False
 
 
-def _names(module: cst.Module, names: frozenset[str]) -> dict[str, int]:
+def _names(module: cst.CSTNode, names: frozenset[str]) -> dict[str, int]:
     """How many nodes name each of `names`: a `Name` (a read, a target, `global`, `del`),
     or a string equal to it (`__all__`, `getattr(m, "XLA_AVAILABLE")`)."""
     count: dict[str, int] = {}

@@ -79,7 +79,7 @@ def _is_preamble(statement: cst.BaseStatement, index: int) -> bool:
 @transform(copied_helpers.TEMPLATE)
 def copied_helper(site: CallSite) -> Rewrite | None:
     helper = site.made
-    if not isinstance(helper, copied_helpers.Helper) or not copied_helpers.copyable(site.scope.module):
+    if not isinstance(helper, copied_helpers.Helper) or not copied_helpers.copyable(site.scope.module, helper):
         return None  # not the site the detector decided
     helpers = copied_helpers.with_needs(helper)
     names = copied_helpers.fresh_names(list(copied_helpers.HELPERS.values()), site.source)
@@ -96,7 +96,7 @@ def copied_helper(site: CallSite) -> Rewrite | None:
             module = _insert_after_imports(module, definition, copies)
         return module
 
-    imports = set() if site.scope.module.bindings.get("time") else {"time"}
+    imports = {each.module for each in helpers if not site.scope.module.bindings.get(each.module)}
     return Rewrite(expression=expression, later=[(site.module, insert)], imports=imports)
 
 
