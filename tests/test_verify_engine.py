@@ -36,9 +36,10 @@ RUNNABLE = Path(__file__).resolve().parents[1] / "fixtures" / "runnable"
 # idioms' optimizer_step in a program launched from elsewhere is the guarded average
 # (XLA401), launch_flags' launch in main() under flags (debug_single_process, --ddp), and
 # xla_fsdp's torch_xla FSDP (XLA714, FSDP2), and spmd_data_parallel's SPMD program (XLA701,
-# XLA703, XLA708: one process per chip, DeviceMesh and DTensor).
+# XLA703, XLA708: one process per chip, DeviceMesh and DTensor), and loader_attribute's
+# device loader kept in an attribute (XLA501's copy of torch_xla's MpDeviceLoader).
 ENGINE_ONLY = ("mlp_train", "compile_infer", "ddp_spawn", "mp_mnist", "mp_imagenet", "idioms", "launch_flags",
-               "xla_fsdp", "spmd_data_parallel")
+               "xla_fsdp", "spmd_data_parallel", "loader_attribute")
 HAND: tuple[str, ...] = ()  # cases the engine leaves findings in, finished by their hand.patch
 ALL = sorted(p.name for p in RUNNABLE.iterdir() if (p / "main.py").is_file())
 SETTINGS = settings_for(Config(root=RUNNABLE), catalogue.load(), unsafe_fixes=True)

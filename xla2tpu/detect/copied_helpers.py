@@ -176,6 +176,20 @@ def copyable(module: Scope, helper: Helper) -> bool:
     return all(module.bindings.get(each.module) in (None, {each.module}) for each in with_needs(helper))
 
 
+def class_named_otherwise(helper: Helper, tree: ast.Module) -> bool:
+    """Whether the copy is a class and the module names torch_xla's class other than by
+    calling it (`isinstance(loader, MpDeviceLoader)`, a base): the copy's objects would not be
+    what that code tests for. Told by the name alone, whatever it is bound to."""
+    return helper.text.startswith("class") and helper.name in _named_not_called(tree)
+
+
+def _named_not_called(tree: ast.Module) -> frozenset[str]:
+    """The names and attribute names the module reads other than as a callee."""
+    callees = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    return frozenset(node.id if isinstance(node, ast.Name) else node.attr for node in ast.walk(tree)
+                     if isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in callees)
+
+
 def with_needs(first: Helper) -> list[Helper]:
     """`first` and the helpers it calls, each before its callers (the order to write them)."""
     ordered: list[Helper] = []

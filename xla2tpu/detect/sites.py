@@ -369,9 +369,11 @@ class Detector:
             decision = self._transform_decision(case, node, site.args, qualname) if fixable else None
             fallback = _fallback(rule, case, site)
             if decision is not None and not decision[0] and fallback is not None:
-                # The site refuses the case's transform: the rule's fallback for it is tried.
-                case = fallback
-                decision = self._transform_decision(case, node, site.args, qualname)  # type: ignore[arg-type]
+                # The site refuses the case's transform: the rule's fallback for it is tried,
+                # and taken where it can be made (else the finding says what was refused).
+                tried = self._transform_decision(fallback, node, site.args, qualname)  # type: ignore[arg-type]
+                if tried is None or tried[0]:
+                    case, decision = fallback, tried
             if decision is not None:
                 (fixable, texts, made), decided = decision, True
                 if fixable:  # the rewriter refuses it when a name it spells does not reach its module
@@ -445,7 +447,8 @@ class Detector:
             return makeable, env_access_site.TEMPLATES[template], None
         if template == copied_helpers.TEMPLATE:  # its copies spell `time` as it is, at module level
             helper = copied_helpers.helper(qualname)
-            return helper is not None and copied_helpers.copyable(self.scopes.module, helper), (), helper
+            return (helper is not None and copied_helpers.copyable(self.scopes.module, helper)
+                    and not copied_helpers.class_named_otherwise(helper, self.tree)), (), helper
         if template in spmd_program.TRANSFORMS:  # all or none: the program's decision is the site's
             program = self._spmd_program()
             return program is not None, spmd_program.TEMPLATES, program
