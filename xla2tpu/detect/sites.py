@@ -28,8 +28,8 @@ from xla2tpu.detect.arguments import bind
 from xla2tpu.catalogue.rules import Case, Rule
 from xla2tpu.detect.conditions import Site, applies, choose, holds, message_of, withheld
 from xla2tpu.trees.blocks import Group, blocks, first_line, lazy_imports
-from xla2tpu.detect import (ast_earlier, ast_patterns, call_shapes, collective_sites, env_access_site, launch_site,
-                            loader_site, profiler_site, copied_helpers, spmd_program)
+from xla2tpu.detect import (ast_earlier, ast_patterns, call_shapes, collective_sites, env_access_site, held_strings,
+                            launch_site, loader_site, profiler_site, copied_helpers, spmd_program)
 from xla2tpu.trees.names import dotted_name
 from xla2tpu.trees.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
@@ -205,6 +205,9 @@ class Detector:
             self._env_subscript(node)
         elif isinstance(node, ast.Dict):
             self._other_process_env(node)
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and self.index.string_args
+              and isinstance(self._parents[-2], (ast.Assign, ast.IfExp)) and id(node) not in self._at):
+            self._held_string(node)
         if id(node) in self._expressions:
             self._expression(node)
 
@@ -589,7 +592,7 @@ class Detector:
         for position, argument in enumerate(arguments):
             if argument.star:
                 continue
-            for value in _choices(argument.value):
+            for value in held_strings.choices(argument.value):
                 text = self._text(value)
                 if text is None:
                     continue
@@ -608,6 +611,43 @@ class Detector:
                         continue
                     self._add("string", rule, case, value, case.fixable, key=text)
                     break
+
+    def _held_string(self, literal: ast.Constant) -> None:
+        """A string literal assigned to a variable or `self` attribute that a call reads where
+        a string-argument rule looks (held_strings.py): a site of that rule, fixed only where
+        every read of the holder is such an argument."""
+        text = literal.value
+        rules = [r for r in self.index.string_args if r.pattern is None or r.pattern.fullmatch(text)]
+        held = held_strings.holder(literal, self._parents[:-1]) if rules else None
+        if held is None:
+            return
+        rule = next((r for r in rules if any(self._read_at_site(read, held, r) for read in held.reads)), None)
+        if rule is None:
+            return
+        case = self._choose(rule, self._site(value=text))
+        if case is None:
+            return
+        other = next((read for read in held.reads if not self._read_at_site(read, held, rule)), None)
+        note = ""
+        if case.fixable and other is not None:
+            note = (f"not rewritten: `{held.name}` is also read on line {other.lineno}, not as a device, where the "
+                    f"new value would change what the code does")
+        self._add("string", rule, case, literal, case.fixable and other is None, note, key=text)
+
+    def _read_at_site(self, read: ast.expr, held: held_strings.Holder, rule: Rule) -> bool:
+        """Whether `read` is an argument of a call, at a slot where `rule` looks."""
+        parent = held.parents.get(id(read))
+        keyword = None
+        if isinstance(parent, ast.keyword):
+            keyword, parent = parent.arg, held.parents.get(id(parent))
+        if not isinstance(parent, ast.Call):
+            return False
+        position = next((i for i, a in enumerate(call_arguments(parent)) if a.value is read), None)
+        if position is None:
+            return False
+        callee = resolve(self.scope, parent.func) or ""
+        method = parent.func.attr if isinstance(parent.func, ast.Attribute) else ""
+        return any(_site_hit(site, callee, method, position, keyword) for site in rule.sites)
 
     def _parameter_defaults(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """A string default of a parameter the function never rebinds, read as a string site
@@ -813,14 +853,6 @@ def _ast_expressions(index: RuleIndex) -> dict:
             table.setdefault(compiled.key, []).append((compiled, rule))
         _COMPILED[id(index)] = table
     return _COMPILED[id(index)]
-
-
-def _choices(node: ast.expr) -> list[ast.expr]:
-    """The values an argument may take as written: both branches of a conditional
-    (`device_type=("xla" if HAS_XLA else "cuda")`), else the argument itself."""
-    if isinstance(node, ast.IfExp):
-        return [*_choices(node.body), *_choices(node.orelse)]
-    return [node]
 
 
 def _string_defaults(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, ast.Constant]]:

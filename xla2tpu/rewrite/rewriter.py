@@ -494,6 +494,12 @@ class Rewriter(StatementPruner):
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         if any(id(t.target) in self._doomed_targets for t in updated_node.targets) or id(updated_node.value) in self.doomed:
             self.doom(updated_node)  # also `x = <call>` whose discarded value a delete takes
+        elif isinstance(original_node.value, (cst.SimpleString, cst.IfExp)):
+            # A string the detector read as a site where the variable or attribute it is
+            # assigned to is read (detect/held_strings.py).
+            value = self._retexted(original_node.value, updated_node.value)
+            if value is not None:
+                updated_node = updated_node.with_changes(value=value)
         self._carry_statements(updated_node)
         return updated_node
 
