@@ -137,7 +137,7 @@ class {name}:
     """The batches of `loader` on `device`, as torch_xla's `pl.MpDeviceLoader` gave them."""
 
     # torch_xla moved each batch from background threads; here it moves when it is taken
-    # (a DataLoader's pin_memory and num_workers give the overlap back).
+    # (a DataLoader's num_workers still load the next batches in the background).
     def __init__(self, loader, device, **kwargs):
         self._loader = loader
         self._device = device
