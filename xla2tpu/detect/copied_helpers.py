@@ -13,6 +13,9 @@ imports LibCST.
 - `pl.MpDeviceLoader`, where XLA501 cannot unwrap it (stored in an attribute, handed to a
   framework or a method): an object that iterates the loader again each time, moving every
   batch to the device, with its length.
+- `pl.ParallelLoader(loader, [device])`, where XLA502 cannot unwrap it: an object whose
+  `per_device_loader(device)` is an iterator over the loader's batches moved to the device,
+  with torch_xla's length; for one device only (several shared the batches out).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import ast
 import functools
 import io
 import tokenize
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from xla2tpu.project.scope import Scope
@@ -38,6 +42,7 @@ class Helper:
     text: str
     needs: tuple[str, ...] = ()
     module: str = "time"  # the module the copy calls, as this name: imported where unbound
+    single: str = ""  # a parameter that must be a one-element list or tuple literal
 
 
 # The explanation is a comment, not a docstring paragraph: comments take the module's
@@ -150,7 +155,48 @@ class {name}:
         return len(self._loader)
 '''
 
+_PER_DEVICE_LOADER = '''\
+class {name}:
+    """One device's batches of a `ParallelLoader` copy, as torch_xla's `PerDeviceLoader` gave them."""
+
+    def __init__(self, loader, device):
+        self._loader = loader
+        self._device = device
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self._loader.next_item(self._device)
+
+    def __len__(self):
+        return self._loader.per_device_samples()
+'''
+
+_PARALLEL_LOADER = '''\
+class {name}:
+    """The batches of `cpu_loader` on its device, as torch_xla's `pl.ParallelLoader` gave them."""
+
+    # torch_xla read the loader once, from background threads, as soon as it was made; here
+    # each batch is read and moved to the device when it is taken.
+    def __init__(self, cpu_loader, devices, **kwargs):
+        self._cpu_loader = cpu_loader
+        self._devices = devices
+        self._batches = iter(cpu_loader)
+
+    def per_device_loader(self, device):
+        return {PerDeviceLoader}(self, device)
+
+    def per_device_samples(self):
+        return len(self._cpu_loader) // len(self._devices)
+
+    def next_item(self, device):
+        batch = next(self._batches)
+        return torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t.to(device), batch)
+'''
+
 _TEST_UTILS = "torch_xla.test.test_utils."
+_LOADERS = "torch_xla.distributed.parallel_loader."
 # torch_xla's qualified name -> the helper its calls become.
 HELPERS: dict[str, Helper] = {
     "torch_xla.core.xla_model.RateTracker": Helper("RateTracker", _RATE_TRACKER),
@@ -158,7 +204,9 @@ HELPERS: dict[str, Helper] = {
     _TEST_UTILS + "get_summary_writer": Helper("get_summary_writer", _GET_SUMMARY_WRITER, ("write_to_summary",)),
     _TEST_UTILS + "close_summary_writer": Helper("close_summary_writer", _CLOSE_SUMMARY_WRITER),
     _TEST_UTILS + "print_training_update": Helper("print_training_update", _PRINT_TRAINING_UPDATE, ("write_to_summary",)),
-    "torch_xla.distributed.parallel_loader.MpDeviceLoader": Helper("MpDeviceLoader", _DEVICE_LOADER, module="torch"),
+    _LOADERS + "MpDeviceLoader": Helper("MpDeviceLoader", _DEVICE_LOADER, module="torch"),
+    _LOADERS + "PerDeviceLoader": Helper("PerDeviceLoader", _PER_DEVICE_LOADER, module="torch"),
+    _LOADERS + "ParallelLoader": Helper("ParallelLoader", _PARALLEL_LOADER, ("PerDeviceLoader",), "torch", "devices"),
 }
 _BY_NAME = {helper.name: helper for helper in HELPERS.values()}
 
@@ -177,10 +225,21 @@ def copyable(module: Scope, helper: Helper) -> bool:
 
 
 def class_named_otherwise(helper: Helper, tree: ast.Module) -> bool:
-    """Whether the copy is a class and the module names torch_xla's class other than by
-    calling it (`isinstance(loader, MpDeviceLoader)`, a base): the copy's objects would not be
-    what that code tests for. Told by the name alone, whatever it is bound to."""
-    return helper.text.startswith("class") and helper.name in _named_not_called(tree)
+    """Whether a copy for `helper` is a class and the module names torch_xla's class other
+    than by calling it (`isinstance(loader, MpDeviceLoader)`, a base, a patch of
+    `pl.PerDeviceLoader.__len__`): the copy's objects would not be what that code tests for
+    or changes. Told by the name alone, whatever it is bound to."""
+    named = _named_not_called(tree)
+    return any(each.text.startswith("class") and each.name in named for each in with_needs(helper))
+
+
+def fits(helper: Helper, args: Mapping[str, ast.AST] | None) -> bool:
+    """Whether the call's arguments are ones the copy keeps exact: its `single` parameter a
+    one-element list or tuple written out (`[device]`)."""
+    if not helper.single:
+        return True
+    value = (args or {}).get(helper.single)
+    return isinstance(value, (ast.List, ast.Tuple)) and len(value.elts) == 1 and not isinstance(value.elts[0], ast.Starred)
 
 
 def _named_not_called(tree: ast.Module) -> frozenset[str]:

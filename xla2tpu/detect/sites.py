@@ -451,6 +451,7 @@ class Detector:
         if template == copied_helpers.TEMPLATE:  # its copies spell `time` as it is, at module level
             helper = copied_helpers.helper(qualname)
             return (helper is not None and copied_helpers.copyable(self.scopes.module, helper)
+                    and copied_helpers.fits(helper, args)
                     and not copied_helpers.class_named_otherwise(helper, self.tree)), (), helper
         if template in spmd_program.TRANSFORMS:  # all or none: the program's decision is the site's
             program = self._spmd_program()
