@@ -51,6 +51,9 @@ class Condition:
             except (ValueError, SyntaxError):
                 value = literal
             return cls(kind, arg, value)
+        if base == "dotted":  # dotted:PARAM=A.B
+            arg, _, name = rest.partition("=")
+            return cls(kind, arg, name)
         if base == "fact":  # fact:NAME=V1|V2, or fact:NAME for a yes/no fact
             name, _, values = rest.partition("=")
             allowed = FACT_VALUES.get(name)
@@ -98,6 +101,7 @@ _CONDITION_KINDS = {
     "store",  # the reference is assigned to (`em.eager_mode = ...`); see `assignments`
     "with-item",  # the call is a `with` item binding no name (`with f():`, not `with f() as x:`)
     "simple",  # simple:PARAM — PARAM is passed as a literal or a (dotted) name: safe to repeat
+    "dotted",  # dotted:PARAM=A.B — PARAM is passed as the dotted name A.B (or its last part, B, imported)
     "fact",  # fact:NAME=V1|V2 — the file's fact NAME has one of these values (xla2tpu/project/facts.py)
     "any",  # any:COND || COND — one of these conditions holds
 }
@@ -297,7 +301,7 @@ def _validate(catalogue: Catalogue) -> None:
             if case.fix is not FixClass.MANUAL and case.action == "none":
                 raise CatalogueError(f"{where}: a {case.fix.value} case needs an action")
             for condition in _flat((*rule.when, *case.when)):
-                if condition.kind.removeprefix("not-") in ("absent", "present", "literal", "falsy", "simple") and condition.arg not in rule.params:
+                if condition.kind.removeprefix("not-") in ("absent", "present", "literal", "falsy", "simple", "dotted") and condition.arg not in rule.params:
                     raise CatalogueError(f"{where}: condition on unknown parameter {condition.arg!r}")
         if rule.kind == "string-arg" and not rule.sites:
             raise CatalogueError(f"{where}: a string-arg rule needs sites")

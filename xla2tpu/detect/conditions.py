@@ -75,7 +75,7 @@ def _holds(condition: Condition, site: Site) -> bool:
     kind = condition.kind
     negate = kind.startswith("not-")
     base = kind[4:] if negate else kind
-    if base in ("absent", "present", "literal", "falsy", "simple") and site.args is None:
+    if base in ("absent", "present", "literal", "falsy", "simple", "dotted") and site.args is None:
         return False  # unknown binding: no argument condition can be trusted either way
     if base == "absent":
         result = condition.arg not in site.args  # type: ignore[operator]
@@ -135,6 +135,10 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = site.facts.get(condition.arg).value in condition.value  # type: ignore[operator]
     elif base == "any":
         result = any(_holds(inner, site) for inner in condition.value)  # type: ignore[union-attr]
+    elif base == "dotted":
+        node = site.args.get(condition.arg)  # type: ignore[union-attr]
+        name = names.dotted_name(node) if isinstance(node, ast.AST) else _cst_dotted_name(node) if node is not None else None
+        result = name is not None and name in (condition.value, str(condition.value).rsplit(".", 1)[-1])
     elif base == "simple":
         node = site.args.get(condition.arg)  # type: ignore[union-attr]
         name = names.dotted_name(node) if isinstance(node, ast.AST) else _cst_dotted_name(node) if node is not None else None
