@@ -15,7 +15,7 @@ import re
 
 PATTERN = re.compile(
     rb"torch_xla|optimum|openxla|PJRT_|XRT_|XLA_|_XLA|[\"']xla\b|torch[._]tpu|_tpu|TPU_|\.TPU\b|[\"']tpu"
-    rb"|torch-xla|torchax|XLA[A-Z]|TPU[A-Z]|\.tpu\(|\.XLA\b|_NUM_DEVICES|TORCH_DEVICE_BACKEND_AUTOLOAD|ALLREDUCE_GRADIENTS|tpu_num_cores|enable_xla_flash_attention"
+    rb"|torch-xla|torchax|XLA[A-Z]|TPU[A-Z]|\.tpu\(|\.XLA\b|_NUM_DEVICES|TORCH_DEVICE_BACKEND_AUTOLOAD|ALLREDUCE_GRADIENTS|tpu_num_cores|enable_xla_flash_attention|autocast_xla"
 )
 # The same tokens over text, for the statements of a file that passed (see outline.py).
 TEXT_PATTERN = re.compile(PATTERN.pattern.decode("ascii"))
