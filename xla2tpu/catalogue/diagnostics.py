@@ -38,6 +38,11 @@ class Diagnostic:
         the `if` went (pruner.py): nothing of it is left to migrate."""
         return self.removed("removed with the `if` it tests, whose block the fixes emptied")
 
+    def removed_unread(self, fix: FixClass) -> Diagnostic:
+        """The finding once its code went with an availability flag nothing read any more
+        (rewrite/dead_flags.py): `fix` says how safe, unsafe for a public flag."""
+        return self.removed(UNREAD if fix is FixClass.SAFE else UNREAD_PUBLIC, fix)
+
     def removed(self, why: str, fix: FixClass = FixClass.SAFE) -> Diagnostic:
         """The finding once its code went for the reason `why` (a fix of `fix`'s safety)."""
         if self.fixed:

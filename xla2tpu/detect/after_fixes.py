@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 import heapq
-from collections.abc import Collection, Container, Iterable, Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Sequence
 
 from xla2tpu.catalogue import template_text
 from xla2tpu.trees.blocks import first_line
@@ -58,7 +58,7 @@ class Leftovers:
     """The reads, statements and findings the applied fixes take away."""
 
     def __init__(self, sites: SiteMap, scopes: Scopes, imports: Sequence[ImportSite], lines: Sequence[str],
-                 flags: frozenset[str] = frozenset()) -> None:
+                 tree: ast.Module | None = None) -> None:
         self.gone: dict[tuple[int, str], int] = {}  # (id(scope), name) -> its `Name` nodes the fixes take
         self.resolved: list[Found] = []  # sites left for a human whose code goes with an `if`
         self.unread: dict[int, FixClass] = {}  # id(site) -> how safe: its code went with an unread flag
@@ -66,8 +66,11 @@ class Leftovers:
         self._scopes = scopes
         self._lines = lines  # the source's lines, for the comments a block keeps
         self._queries = {id(site.node) for site in sites.found}  # calls the pruner takes for reads
-        # The only reads that matter: of the imports, and of the availability flags (probe_flags.py).
-        self._names = frozenset(site.bound for site in imports) | flags
+        self._tree = tree
+        # The module's availability flags (probe_flags.py), which go when the fixes take their reads.
+        self._flags = probe_flags.assignments(tree, self._queries) if tree is not None else []
+        # The only reads that matter: of the imports, and of the flags.
+        self._names = frozenset(site.bound for site in imports) | {flag.name for flag in self._flags}
         self._imported = frozenset(site.qualname for site in imports)
         self._seen: set[int] = set()  # Name nodes taken already (a site inside another's node)
         self._deleted: set[int] = set()  # statements that go
@@ -423,35 +426,30 @@ class Leftovers:
                     return True
         return False
 
-    def flags_removed(self, flags: Sequence[probe_flags.Assignment], mentioned: Mapping[str, int],
-                      imported: Container[str], unsafe: bool, package_init: bool) -> None:
+    def flags_removed(self, imported: Container[str], unsafe: bool, package_init: bool) -> None:
         """rewrite/dead_flags.drop_dead_flags on CPython's tree: the availability flags no node
-        names once the fixes took theirs (`mentioned`: the nodes naming each as written) go,
-        with what that empties; before the imports are decided (a flag in a `try:` changes
-        what it guards: only making it tells)."""
+        names once the fixes took theirs go, with what that empties; before the imports are
+        decided (a flag in a `try:` changes what it guards: only making it tells)."""
         found: dict[str, list[probe_flags.Assignment]] = {}
         others: set[str] = set()
-        for flag in flags:
+        for flag in self._flags:
             if flag.probe and _inert(flag.node.value, self._queries):
                 found.setdefault(flag.name, []).append(flag)
             else:
                 others.add(flag.name)
         if not found:
             return
-        left: dict[str, int] = dict(mentioned)  # once the fixes took theirs
+        assert self._tree is not None
+        left = probe_flags.mentions(self._tree, found)  # as written, less what the fixes took
         for (_, name), count in self.gone.items():
             if name in left:
                 left[name] -= count
-        values: dict[str, dict[str, int]] = {}
-        for name, assigns in found.items():
-            for flag in assigns:
-                for read, count in probe_flags.mentions(flag.node.value, found, self._seen).items():
-                    values.setdefault(name, {})[read] = values.get(name, {}).get(read, 0) + count
+        values = {name: [probe_flags.mentions(flag.node.value, found, self._seen) for flag in assigns]
+                  for name, assigns in found.items()}
         dead = probe_flags.dead({name: len(assigns) for name, assigns in found.items()}, left, values, others, imported,
                                 unsafe, package_init)
         touched: list[ast.AST] = []
-        for name in dead:
-            fix = FixClass.SAFE if name.startswith("_") else FixClass.UNSAFE
+        for name, fix in dead.items():
             for flag in found[name]:
                 self.unread.update(dict.fromkeys((id(site) for site in self._findings_in(flag.node)), fix))
                 self._delete(flag.node, flag.chain, self._scopes.module)
@@ -586,11 +584,8 @@ def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: 
     modules of the project import from this one (Context.imported_flags); `tree`: the
     module, whose availability flags go when the fixes take their reads (probe_flags.py)."""
     try:
-        flags = probe_flags.assignments(tree, {id(site.node) for site in sites.found}) if tree is not None else []
-        left = Leftovers(sites, scopes, imports, positions.line_texts, frozenset(flag.name for flag in flags))
-        if flags and tree is not None:
-            left.flags_removed(flags, probe_flags.mentions(tree, {flag.name for flag in flags}), imported,
-                               FixClass.UNSAFE in apply, package_init)
+        left = Leftovers(sites, scopes, imports, positions.line_texts, tree)
+        left.flags_removed(imported, FixClass.UNSAFE in apply, package_init)
         found: dict[int, Diagnostic] = {}  # id(import site) -> its finding
         decided: dict[int, Case | None] = {}  # id(import site) -> its case in the first pass
 

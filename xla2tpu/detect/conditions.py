@@ -136,16 +136,21 @@ def _holds(condition: Condition, site: Site) -> bool:
     elif base == "any":
         result = any(_holds(inner, site) for inner in condition.value)  # type: ignore[union-attr]
     elif base == "dotted":
-        node = site.args.get(condition.arg)  # type: ignore[union-attr]
-        name = names.dotted_name(node) if isinstance(node, ast.AST) else _cst_dotted_name(node) if node is not None else None
+        name = _dotted(site.args.get(condition.arg))  # type: ignore[union-attr]
         result = name is not None and name in (condition.value, str(condition.value).rsplit(".", 1)[-1])
     elif base == "simple":
         node = site.args.get(condition.arg)  # type: ignore[union-attr]
-        name = names.dotted_name(node) if isinstance(node, ast.AST) else _cst_dotted_name(node) if node is not None else None
-        result = node is not None and (name is not None or literal(node) is not _MISSING)
+        result = node is not None and (_dotted(node) is not None or literal(node) is not _MISSING)
     else:  # pragma: no cover - the catalogue validates condition kinds
         raise ValueError(kind)
     return result != negate
+
+
+def _dotted(node: ast.AST | cst.BaseExpression | None) -> str | None:
+    """The dotted name an argument is (either tree's node), or None."""
+    if node is None:
+        return None
+    return names.dotted_name(node) if isinstance(node, ast.AST) else _cst_dotted_name(node)
 
 
 @functools.lru_cache(maxsize=256)

@@ -63,15 +63,12 @@ def _holder(owner: ast.AST, name: str, shown: str, matches) -> Holder | None:  #
     for node in ast.walk(owner):
         for child in ast.iter_child_nodes(node):
             parents[id(child)] = node
-    for node in ast.walk(owner):
-        if not matches(node, name):
-            continue
-        if isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
-            reads.append(node)  # type: ignore[arg-type]
-            continue
-        statement = parents.get(id(node))
-        if not (isinstance(statement, ast.Assign) and statement.targets == [node]):
-            return None  # bound some other way (a loop, `+=`, unpacking, `del`)
+            if not matches(child, name):
+                continue
+            if isinstance(child.ctx, ast.Load):  # type: ignore[attr-defined]
+                reads.append(child)  # type: ignore[arg-type]
+            elif not (isinstance(node, ast.Assign) and node.targets == [child]):
+                return None  # bound some other way (a loop, `+=`, unpacking, `del`)
     return Holder(shown, tuple(reads), parents)
 
 

@@ -8,9 +8,11 @@ rewrite/dead_flags.py on LibCST's tree, told here on CPython's for `check`
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Container, Iterator, Mapping
+from collections import Counter
+from collections.abc import Collection, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from xla2tpu.catalogue.diagnostics import FixClass
 from xla2tpu.sources.prefilter import holds_token
 from xla2tpu.trees.blocks import catches_import_error
 
@@ -99,25 +101,30 @@ def _identifiers(node: ast.AST) -> list[str]:
     return []
 
 
-def dead(assigned: Mapping[str, int], mentioned: Mapping[str, int], values: Mapping[str, Mapping[str, int]],
-         others: Container[str], imported: Container[str], unsafe: bool, package_init: bool) -> list[str]:
-    """The flags that go, as both trees judge them: `assigned` counts each flag's assignments,
-    `mentioned` the nodes naming it once the fixes are made (its assignments' targets among
-    them), `values` the flag names each flag's assigned values name (a flag that goes frees
-    what it read: `HAS_XLA = _XLA_AVAILABLE`). Not a name also bound some other way (`others`),
-    one another module imports (`imported`; "*": the module itself), nor a public one unless
-    unsafe fixes are on (and the module is no package `__init__.py`)."""
+def dead(assigned: Mapping[str, int], mentioned: Mapping[str, int], values: Mapping[str, Iterable[Mapping[str, int]]],
+         others: Container[str], imported: Container[str], unsafe: bool, package_init: bool) -> dict[str, FixClass]:
+    """The flags that go, and how safe that is, as both trees judge them: `assigned` counts
+    each flag's assignments, `mentioned` the nodes naming it once the fixes are made (its
+    assignments' targets among them), `values` the flag names each of its assigned values
+    names (a flag that goes frees what it read: `HAS_XLA = _XLA_AVAILABLE`). Not a name also
+    bound some other way (`others`), one another module imports (`imported`; "*": the module
+    itself), nor a public one unless unsafe fixes are on (and the module is no package
+    `__init__.py`): code outside the project may import it, so its removal is unsafe."""
     if "*" in imported:
-        return []
+        return {}
     eligible = [name for name in assigned if name not in others and name not in imported
                 and (name.startswith("_") or unsafe and not package_init)]
-    gone: list[str] = []
+    reads = {name: Counter() for name in eligible}
+    for name in eligible:
+        for counts in values.get(name, ()):
+            reads[name].update(counts)
+    gone: dict[str, FixClass] = {}
     changed = True
     while changed:  # to a fixed point: one run of the fix removes all it will ever remove
         changed = False
         for name in eligible:
-            freed = sum(values.get(other, {}).get(name, 0) for other in gone)
+            freed = sum(reads[other][name] for other in gone)
             if name not in gone and mentioned.get(name, 0) - freed == assigned[name]:
-                gone.append(name)
+                gone[name] = FixClass.SAFE if name.startswith("_") else FixClass.UNSAFE
                 changed = True
     return gone

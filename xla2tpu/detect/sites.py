@@ -37,7 +37,7 @@ from xla2tpu.detect.vendor_branches import other_vendor_branch, skipped_lines
 from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.lints import LINTS
 from xla2tpu.detect.values import call_arguments, literal_text
-from xla2tpu.catalogue.diagnostics import UNREAD, UNREAD_PUBLIC, Diagnostic, FixClass
+from xla2tpu.catalogue.diagnostics import Diagnostic, FixClass
 from xla2tpu.detect.emission import Speller
 from xla2tpu.detect.found import Decision, Found
 from xla2tpu.project.facts import UNKNOWN, Facts
@@ -646,9 +646,7 @@ class Detector:
         position = next((i for i, a in enumerate(call_arguments(parent)) if a.value is read), None)
         if position is None:
             return False
-        callee = resolve(self.scope, parent.func) or ""
-        method = parent.func.attr if isinstance(parent.func, ast.Attribute) else ""
-        return any(_site_hit(site, callee, method, position, keyword) for site in rule.sites)
+        return _looks_at(rule, parent, resolve(self.scope, parent.func) or "", position, keyword)
 
     def _parameter_defaults(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """A string default of a parameter the function never rebinds, read as a string site
@@ -665,10 +663,9 @@ class Detector:
                 held = [(i, a) for i, a in enumerate(arguments) if not a.star and isinstance(a.value, ast.Name) and a.value.id == name]
                 if not held:
                     continue
-                method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
                 callee = resolve(self.scope, call.func) or ""
                 chosen = next(((rule, i) for rule in rules for i, argument in held
-                               if any(_site_hit(site, callee, method, i, argument.keyword) for site in rule.sites)), None)
+                               if _looks_at(rule, call, callee, i, argument.keyword)), None)
                 if chosen is None:
                     continue
                 rule = chosen[0]
@@ -914,6 +911,13 @@ def tail(rule: Rule, qualname: str) -> str:
     return qualname[len(max(bases, key=len)):] if bases and qualname not in rule.match else ""
 
 
+def _looks_at(rule: Rule, call: ast.Call, callee: str, position: int, keyword: str | None) -> bool:
+    """Whether a string-argument rule looks at the argument of `call` (resolved as `callee`)
+    at `position` (passed as `keyword`)."""
+    method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+    return any(_site_hit(site, callee, method, position, keyword) for site in rule.sites)
+
+
 def _site_hit(site, callee: str, method: str, position: int, keyword: str | None) -> bool:  # type: ignore[no-untyped-def]
     if site.calls and callee not in site.calls:
         return False
@@ -1056,6 +1060,6 @@ class SiteMap:
             if id(site) in resolved:
                 found = found.removed_with_its_if()
             elif unread and id(site) in unread:
-                found = found.removed(UNREAD if unread[id(site)] is FixClass.SAFE else UNREAD_PUBLIC, unread[id(site)])
+                found = found.removed_unread(unread[id(site)])
             out.append(found)
         return out

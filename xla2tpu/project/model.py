@@ -448,11 +448,24 @@ class Project:
         # the file does not need makes it analysed again after the model is built.
         reads = (self._env_reads() & module.summary.env_writes) - module.summary.env_reads
         groups = module.summary.launcher and self._entry_groups()
-        flags = frozenset(self._imported_flags().get(module.path, ()))
+        flags = self._flags_read_elsewhere(module)
         if not (matters or aliases or facts or findings or reads or groups or flags):
             return EMPTY  # the project changes nothing in this file: it is judged on its own
         return Context(relative, aliases, defined, facts.get("processes"), facts.get("spmd"),
                        facts.get("data-parallel"), findings, forced, reads, groups, flags)
+
+    def _flags_read_elsewhere(self, module: Module) -> frozenset[str]:
+        """What `_imported_flags` says of `module`, kept to what matters there: a file needs a
+        context of its own (analysed again once the model is built) only when it binds a name
+        holding a token. One without a token binds none; a parsed one tells which it binds."""
+        wanted = self._imported_flags().get(module.path, set())
+        summary = module.summary
+        if not wanted or not summary.idiom:
+            return frozenset()
+        if not summary.full:
+            return frozenset(wanted)
+        own = {name for name in (*summary.defined, *(i.bound for i in summary.imports if i.top)) if holds_token(name)}
+        return frozenset(name for name in wanted if name in own or name == "*" and own)
 
     def _imported_flags(self) -> dict[str, set[str]]:
         """path -> the names holding a prefilter token that other modules import from it

@@ -30,7 +30,7 @@ from xla2tpu.catalogue.diagnostics import FixClass
 from xla2tpu.detect import probe_flags
 from xla2tpu.detect.probe_flags import flag_name
 from xla2tpu.rewrite.import_pass import catches_import_error
-from xla2tpu.rewrite.pruner import StatementPruner, inert
+from xla2tpu.rewrite.pruner import StatementPruner, findings_in, inert
 from xla2tpu.rewrite.rewriter import FileContext
 
 
@@ -53,19 +53,14 @@ def drop_dead_flags(ctx: FileContext, before: cst.Module, after: cst.Module) -> 
     flags = frozenset(found)
     # The output must still hold each assignment (no fix took one), whose targets name it too.
     mentioned = {name: count for name, count in _names(after, flags).items() if len(kept[name]) == len(found[name])}
-    values: dict[str, dict[str, int]] = {}
-    for name, assigns in kept.items():
-        for assign in assigns:
-            for read, count in _names(assign.value, flags).items():
-                values.setdefault(name, {})[read] = values.get(name, {}).get(read, 0) + count
+    values = {name: [_names(assign.value, flags) for assign in assigns] for name, assigns in kept.items()}
     dead = probe_flags.dead({name: len(assigns) for name, assigns in found.items()}, mentioned, values, others,
                             ctx.imported, FixClass.UNSAFE in ctx.settings.apply, ctx.package_init)
     if not dead:
         return after
-    for name in dead:
-        fix = FixClass.SAFE if name.startswith("_") else FixClass.UNSAFE
+    for name, fix in dead.items():
         for assign in found[name]:
-            ctx.unread.update(dict.fromkeys(_findings(assign, ctx), fix))
+            ctx.unread.update(dict.fromkeys(findings_in(assign, ctx.unfixed), fix))
     return after.visit(_Remover(ctx, {id(assign) for name in dead for assign in kept[name]}))
 
 
@@ -76,7 +71,7 @@ class _Remover(StatementPruner):
 
     def __init__(self, ctx: FileContext, gone: set[int]) -> None:
         super().__init__()
-        self.unfixed, self.held, self.sites, self.resolved = ctx.unfixed, ctx.held, ctx.sites, ctx.resolved
+        self.share(ctx)
         self._gone = gone
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -148,14 +143,3 @@ def _names(module: cst.CSTNode, names: frozenset[str]) -> dict[str, int]:
         else:
             stack.extend(node.children)
     return count
-
-
-def _findings(node: cst.CSTNode, ctx: FileContext) -> Iterator[int]:
-    """The findings left for a human in `node`'s code."""
-    stack = [node]
-    while stack:
-        child = stack.pop()
-        entry = ctx.unfixed.get(id(child))
-        if entry is not None and entry[1] is not None:
-            yield entry[1]
-        stack.extend(child.children)

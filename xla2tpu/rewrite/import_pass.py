@@ -32,7 +32,7 @@ class ImportHygiene(StatementPruner):
         super().__init__()
         self.pruned = pruned
         self.ctx = ctx
-        self.unfixed, self.held, self.sites, self.resolved = ctx.unfixed, ctx.held, ctx.sites, ctx.resolved
+        self.share(ctx)
         self.uses = uses  # of the rewritten module, whose import statements are the input's
         self.tops = tops  # id(alias) -> its top-level statement, where its position is computed
         self.imports = imports  # the import sites (detect/import_sites.py) by where their alias starts

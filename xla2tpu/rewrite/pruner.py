@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import libcst as cst
 
@@ -42,6 +43,15 @@ class IfTest:
     findings: list[int]  # the findings left for a human in it
 
 
+class Shared(Protocol):
+    """What the passes over one file share of what their pruners record (StatementPruner)."""
+
+    unfixed: dict[int, tuple[cst.CSTNode, int | None]]
+    held: dict[int, tuple[cst.CSTNode, IfTest]]
+    sites: dict[int, cst.CSTNode]
+    resolved: list[int]
+
+
 class StatementPruner(cst.CSTTransformer):
     """Removes the small statements whose id is in `doomed`, then what they emptied."""
 
@@ -60,6 +70,11 @@ class StatementPruner(cst.CSTTransformer):
         # Every rule site (id -> node): a torch_xla call in a test is a query, it only reads.
         self.sites: dict[int, cst.CSTNode] = {}
         self.resolved: list[int] = []  # findings whose code went with an `if` (see leave_If)
+
+    def share(self, other: Shared) -> None:
+        """Record into `other`'s unfixed sites, kept `if`s, sites and resolved findings (the
+        FileContext every pass of a file shares): a later pass sees what an earlier one did."""
+        self.unfixed, self.held, self.sites, self.resolved = other.unfixed, other.held, other.sites, other.resolved
 
     def doom(self, node: cst.CSTNode) -> None:
         self.doomed[id(node)] = node
@@ -150,14 +165,7 @@ class StatementPruner(cst.CSTTransformer):
         held = self.held.get(id(node))
         if held is not None:
             return held[1]
-        findings, stack = [], [node.test]
-        while stack:
-            child = stack.pop()
-            entry = self.unfixed.get(id(child))
-            if entry is not None and entry[1] is not None:
-                findings.append(entry[1])
-            stack.extend(child.children)
-        return IfTest(inert(node.test, self.sites), findings)
+        return IfTest(inert(node.test, self.sites), findings_in(node.test, self.unfixed))
 
     def leave_Try(self, original_node: cst.Try, updated_node: cst.Try) -> cst.Try | cst.FlattenSentinel[cst.BaseStatement]:
         """An emptied `try:` cannot raise: with handlers that do nothing it reduces to its
@@ -209,6 +217,18 @@ class StatementPruner(cst.CSTTransformer):
         if isinstance(node, cst.ClassDef) and any(id(s) in self.doomed for s in body):
             return node.with_changes(body=self.leave_IndentedBlock(node.body, node.body))  # type: ignore[arg-type]
         return node
+
+
+def findings_in(node: cst.CSTNode, unfixed: dict[int, tuple[cst.CSTNode, int | None]]) -> list[int]:
+    """The findings left for a human in `node`'s code (`unfixed`: StatementPruner.unfixed)."""
+    findings, stack = [], [node]
+    while stack:
+        child = stack.pop()
+        entry = unfixed.get(id(child))
+        if entry is not None and entry[1] is not None:
+            findings.append(entry[1])
+        stack.extend(child.children)
+    return findings
 
 
 def inert(test: cst.BaseExpression, queries: Container[int] = ()) -> bool:

@@ -21,7 +21,7 @@ from xla2tpu.detect.arguments import bind, cst_arguments
 from xla2tpu.detect.conditions import literal_text, message_of
 from xla2tpu.detect.sites import EXPRESSION_KINDS, ENV_CALLS, ENV_READERS, ENV_UPDATE, SiteMap, tail
 from xla2tpu.detect.found import Found
-from xla2tpu.catalogue.diagnostics import UNREAD, UNREAD_PUBLIC, Diagnostic, FixClass
+from xla2tpu.catalogue.diagnostics import Diagnostic, FixClass
 from xla2tpu.detect.emission import Speller
 from xla2tpu.project.facts import UNKNOWN, Facts
 from xla2tpu.sources.noqa import Suppressions
@@ -80,7 +80,7 @@ class FileContext:
         for index in set(self.resolved):
             found[index] = found[index].removed_with_its_if()
         for index, fix in self.unread.items():
-            found[index] = found[index].removed(UNREAD if fix is FixClass.SAFE else UNREAD_PUBLIC, fix)
+            found[index] = found[index].removed_unread(fix)
         return found
 
     @functools.cached_property
@@ -114,7 +114,7 @@ class Rewriter(StatementPruner):
     def __init__(self, ctx: FileContext, module: cst.Module, sites: SiteMap) -> None:
         super().__init__()
         self.ctx = ctx
-        self.unfixed, self.held, self.sites, self.resolved = ctx.unfixed, ctx.held, ctx.sites, ctx.resolved
+        self.share(ctx)
         self.site_map = sites
         self.module = module
         self.import_tops: dict[int, cst.CSTNode] = {}  # id(alias) -> its top-level statement
