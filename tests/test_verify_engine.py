@@ -35,11 +35,12 @@ RUNNABLE = Path(__file__).resolve().parents[1] / "fixtures" / "runnable"
 # average, barrier and save are all the engine's since the launch migration (XLA601);
 # idioms' optimizer_step in a program launched from elsewhere is the guarded average
 # (XLA401), launch_flags' launch in main() under flags (debug_single_process, --ddp), and
-# xla_fsdp's torch_xla FSDP (XLA714, FSDP2), and spmd_data_parallel's SPMD program (XLA701,
-# XLA703, XLA708: one process per chip, DeviceMesh and DTensor), and loader_attribute's
-# device loader kept in an attribute (XLA501's copy of torch_xla's MpDeviceLoader).
+# xla_fsdp's torch_xla FSDP (XLA714, FSDP2), spmd_data_parallel's and spmd_tensor_parallel's
+# SPMD programs (XLA701, XLA703, XLA708: one process per chip, DeviceMesh and DTensor, the
+# latter with sharded parameters), and loader_attribute's device loader kept in an
+# attribute (XLA501's copy of torch_xla's MpDeviceLoader).
 ENGINE_ONLY = ("mlp_train", "compile_infer", "ddp_spawn", "mp_mnist", "mp_imagenet", "idioms", "launch_flags",
-               "xla_fsdp", "spmd_data_parallel", "loader_attribute")
+               "xla_fsdp", "spmd_data_parallel", "spmd_tensor_parallel", "loader_attribute")
 HAND: tuple[str, ...] = ()  # cases the engine leaves findings in, finished by their hand.patch
 ALL = sorted(p.name for p in RUNNABLE.iterdir() if (p / "main.py").is_file())
 SETTINGS = settings_for(Config(root=RUNNABLE), catalogue.load(), unsafe_fixes=True)

@@ -73,6 +73,9 @@ def _flat(conditions: Sequence[Condition]) -> Iterator[Condition]:
         else:
             yield condition
 
+# The conditions on a call's argument: each names one of the rule's parameters.
+ARGUMENT_CONDITIONS = frozenset({"absent", "present", "literal", "falsy", "simple", "dotted", "plain"})
+
 _CONDITION_KINDS = {
     "absent",  # absent:PARAM — the call does not pass PARAM
     "present",  # present:PARAM
@@ -101,6 +104,7 @@ _CONDITION_KINDS = {
     "store",  # the reference is assigned to (`em.eager_mode = ...`); see `assignments`
     "with-item",  # the call is a `with` item binding no name (`with f():`, not `with f() as x:`)
     "simple",  # simple:PARAM — PARAM is passed as a literal or a (dotted) name: safe to repeat
+    "plain",  # plain:PARAM — PARAM is passed as a bare name (`x`, not `m.weight` or `m[0]`)
     "dotted",  # dotted:PARAM=A.B — PARAM is passed as the dotted name A.B (or its last part, B, imported)
     "fact",  # fact:NAME=V1|V2 — the file's fact NAME has one of these values (xla2tpu/project/facts.py)
     "any",  # any:COND || COND — one of these conditions holds
@@ -301,7 +305,7 @@ def _validate(catalogue: Catalogue) -> None:
             if case.fix is not FixClass.MANUAL and case.action == "none":
                 raise CatalogueError(f"{where}: a {case.fix.value} case needs an action")
             for condition in _flat((*rule.when, *case.when)):
-                if condition.kind.removeprefix("not-") in ("absent", "present", "literal", "falsy", "simple", "dotted") and condition.arg not in rule.params:
+                if condition.kind.removeprefix("not-") in ARGUMENT_CONDITIONS and condition.arg not in rule.params:
                     raise CatalogueError(f"{where}: condition on unknown parameter {condition.arg!r}")
         if rule.kind == "string-arg" and not rule.sites:
             raise CatalogueError(f"{where}: a string-arg rule needs sites")

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from xla2tpu.catalogue.rules import Case, Condition, Rule
+from xla2tpu.catalogue.rules import ARGUMENT_CONDITIONS, Case, Condition, Rule
 from xla2tpu.project.facts import UNKNOWN, Facts
 from xla2tpu.trees import names
 from xla2tpu.detect import values
@@ -75,7 +75,7 @@ def _holds(condition: Condition, site: Site) -> bool:
     kind = condition.kind
     negate = kind.startswith("not-")
     base = kind[4:] if negate else kind
-    if base in ("absent", "present", "literal", "falsy", "simple", "dotted") and site.args is None:
+    if base in ARGUMENT_CONDITIONS and site.args is None:
         return False  # unknown binding: no argument condition can be trusted either way
     if base == "absent":
         result = condition.arg not in site.args  # type: ignore[operator]
@@ -138,6 +138,9 @@ def _holds(condition: Condition, site: Site) -> bool:
     elif base == "dotted":
         name = _dotted(site.args.get(condition.arg))  # type: ignore[union-attr]
         result = name is not None and name in (condition.value, str(condition.value).rsplit(".", 1)[-1])
+    elif base == "plain":
+        name = _dotted(site.args.get(condition.arg))  # type: ignore[union-attr]
+        result = name is not None and "." not in name
     elif base == "simple":
         node = site.args.get(condition.arg)  # type: ignore[union-attr]
         result = node is not None and (_dotted(node) is not None or literal(node) is not _MISSING)

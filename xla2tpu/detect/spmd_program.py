@@ -19,6 +19,11 @@ when all of its SPMD is what this module can translate exactly
   device, with a literal spec, from DataLoaders that drop a last short batch: `t = distribute_tensor(t, mesh, placements)` (reference
   §2.9's placement rule), every process building the same global batch as the one SPMD
   process did;
+- `xs.mark_sharding(model[i].weight, mesh, spec)` statements of the function's own body
+  between the mesh and the optimizer, on a weight or bias of one of the model's layers
+  (tensor parallelism): the parameter becomes a DTensor parameter with the same placements
+  (`fixtures/runnable/spmd_tensor_parallel`), before the rest are replicated and the
+  optimizer takes them all;
 - the model is built of torch.nn layers measured right on DTensors, and runs only on
   DTensors (a plain tensor beside its DTensor parameters raises); the losses are
   `cross_entropy` / `nll_loss` without class weights;
@@ -31,8 +36,8 @@ when all of its SPMD is what this module can translate exactly
   (`xm.mark_step()`) and the device count, which is the world size once there is one
   process per chip.
 
-Anything else (a sharded parameter, a value printed or stored, a second mesh, another
-SPMD call) leaves the whole program to a human: half a program on DTensor does not run.
+Anything else (a parameter sharded elsewhere, a value printed or stored, a second mesh,
+another SPMD call) leaves the whole program to a human: half a program on DTensor does not run.
 """
 
 from __future__ import annotations
@@ -89,9 +94,12 @@ JOIN = 'torch.distributed.init_process_group("tpu")\n'
 DEVICE_MESH = 'torch.distributed.device_mesh.init_device_mesh("tpu", {shape}, mesh_dim_names={names})'
 REPLICATE = "torch.distributed.tensor.distribute_module({model}, {mesh})\n"
 SHARD = "{t} = torch.distributed.tensor.distribute_tensor({t}, {mesh}, {placements})\n"
+# A module attribute set to a Parameter registers it in place of the old one (what
+# distribute_module itself does); the parameters are the layers' own, which require grad.
+SHARD_PARAMETER = "{t} = torch.nn.Parameter(torch.distributed.tensor.distribute_tensor({t}, {mesh}, {placements}))\n"
 PLACEMENTS = ("torch.distributed.tensor.Shard({dim})", "torch.distributed.tensor.Replicate()")
 FULL = "full_tensor"
-TEMPLATES = (LAUNCH, JOIN, DEVICE_MESH, REPLICATE, SHARD, *PLACEMENTS)
+TEMPLATES = (LAUNCH, JOIN, DEVICE_MESH, REPLICATE, SHARD, SHARD_PARAMETER, *PLACEMENTS)
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,7 @@ class Program:
     model: str
     derived: frozenset[str]  # the function's names that hold DTensors (or the optimizer of them)
     reads: int  # statements of the function that read a DTensor on the host
+    parameters: tuple[str, ...] = ()  # the sharded parameters, in order, as `ast.unparse` spells them
 
 
 def placements(spec: list[object], axes: tuple[str, ...]) -> list[int | None] | None:
@@ -150,14 +159,17 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
         return None  # a function or lambda of its own may see the DTensors anywhere
     if not _torch_calls_known(inner, resolve) or not _even_batches(tree, resolve):
         return None
-    model = _model(function, statement, resolve)
-    if model is None or not _built_of_layers(function, model, resolve):
+    found_model = _model(function, statement, resolve)
+    if found_model is None or not _built_of_layers(function, found_model[0], resolve):
         return None
+    model, optimizer = found_model
     parents = {id(child): node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
-    sharded = _sharded(shardings, parents, mesh, axes, statement.lineno)
-    if sharded is None or model in sharded:
+    on_parameters = [s for s in shardings if _parameter(s.args[0] if s.args else None, model)]
+    parameters = _parameters(on_parameters, function, mesh, axes, statement.lineno, optimizer)
+    sharded = _sharded([s for s in shardings if s not in on_parameters], parents, mesh, axes, statement.lineno)
+    if sharded is None or parameters is None or model in sharded:
         return None
-    derived = _derived(function, {model, *sharded})
+    derived = _derived(function, {model, *sharded}, parents)
     if derived is None or not _model_runs_on_dtensors(inner, model, derived):
         return None
     skip = {id(n) for s in shardings for n in ast.walk(parents[id(s)])} | {id(n) for n in ast.walk(statement)}
@@ -166,7 +178,7 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
                    lambda call: _known_callee(call, resolve, derived, {model, *losses}))
     if reads is None:
         return None
-    return Program(function.name, mesh, axes, model, frozenset(derived), reads)
+    return Program(function.name, mesh, axes, model, frozenset(derived), reads, parameters)
 
 
 def _local_torch_xla_import(tree: ast.Module) -> bool:
@@ -260,10 +272,11 @@ def _identity(ids: ast.AST) -> bool:
             and last_name(inner.func) == "range")
 
 
-def _model(function: ast.FunctionDef, mesh: ast.Assign, resolve: Callable[[ast.AST], str | None]) -> str | None:
+def _model(function: ast.FunctionDef, mesh: ast.Assign,
+           resolve: Callable[[ast.AST], str | None]) -> tuple[str, int] | None:
     """The model whose parameters the function's one optimizer takes (`opt =
     torch.optim.X(model.parameters(), ...)` after the mesh), built before the mesh and never
-    bound again after it."""
+    bound again after it, and the optimizer's line."""
     optimizers = [
         node for node in ast.walk(function)
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
@@ -282,7 +295,41 @@ def _model(function: ast.FunctionDef, mesh: ast.Assign, resolve: Callable[[ast.A
              if isinstance(node, ast.Name) and node.id == model and isinstance(node.ctx, ast.Store)]
     if not bound or max(bound) >= mesh.lineno or model in {a.arg for a in function.args.args}:
         return None
-    return model
+    return model, optimizer.lineno
+
+
+def _parameter(node: ast.AST | None, model: str) -> bool:
+    """Whether `node` names a weight or bias of the model's layers: `model.weight`,
+    `model[0].bias`, `model[2][1].weight` (a model of torch.nn layers has no other)."""
+    if not (isinstance(node, ast.Attribute) and node.attr in ("weight", "bias")):
+        return False
+    node = node.value
+    while isinstance(node, ast.Subscript):
+        index = node.slice
+        if not (isinstance(index, ast.Constant) and isinstance(index.value, int) and not isinstance(index.value, bool)):
+            return False
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == model
+
+
+def _parameters(calls: list[ast.Call], function: ast.FunctionDef, mesh: str, axes: tuple[str, ...], after: int,
+                before: int) -> tuple[str, ...] | None:
+    """The parameters the `mark_sharding` statements shard, in order: each a statement of
+    the function's own body between the mesh and the optimizer (which must take the
+    DTensor parameters), on the mesh, with a spec that has placements, each parameter once."""
+    own = {id(s.value) for s in function.body if isinstance(s, ast.Expr)}
+    names: list[str] = []
+    for call in calls:
+        if id(call) not in own or call.keywords or len(call.args) != 3 or not after < call.lineno < before:
+            return None
+        parameter, on, spec = call.args
+        if not (isinstance(on, ast.Name) and on.id == mesh and isinstance(spec, (ast.Tuple, ast.List))):
+            return None
+        values = [e.value if isinstance(e, ast.Constant) else object() for e in spec.elts]
+        if placements(values, axes) is None or ast.unparse(parameter) in names:
+            return None
+        names.append(ast.unparse(parameter))
+    return tuple(names)
 
 
 def _sharded(shardings: list[ast.Call], parents: dict[int, ast.AST], mesh: str, axes: tuple[str, ...],
@@ -331,9 +378,10 @@ def _target_names(targets: list[ast.expr]) -> set[str]:
     return names
 
 
-def _derived(function: ast.FunctionDef, seeds: set[str]) -> set[str] | None:
+def _derived(function: ast.FunctionDef, seeds: set[str], parents: dict[int, ast.AST]) -> set[str] | None:
     """The function's names that hold values computed from `seeds` (to a fixed point), or
-    None where such a value is stored elsewhere than in a plain name."""
+    None where such a value is stored elsewhere than in a plain name. A value read on the
+    host (`[p.sum().item() for p in model.parameters()]`) is a plain one."""
     derived = set(seeds)
     while True:
         size = len(derived)
@@ -346,7 +394,8 @@ def _derived(function: ast.FunctionDef, seeds: set[str]) -> set[str] | None:
                 value, targets = node.context_expr, [node.optional_vars] if node.optional_vars else []
             else:
                 continue
-            if value is None or not _mentions(value, derived):
+            if value is None or not (_unread(value, derived, parents) if isinstance(node, ast.Assign)
+                                     else _mentions(value, derived)):
                 continue
             if not all(_plain(target) for target in targets):
                 return None
@@ -448,6 +497,23 @@ def _model_runs_on_dtensors(nodes: list[ast.AST], model: str, derived: set[str])
                    for arg in [*node.args, *(k.value for k in node.keywords)]):
             return False
     return True
+
+
+def _unread(value: ast.AST, derived: set[str], parents: dict[int, ast.AST]) -> bool:
+    """Whether `value` yields a DTensor: it uses a derived name other than through a host
+    read of it (`.item()`), or, for a comprehension, in what it collects rather than in
+    what it iterates over."""
+    if isinstance(value, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        parts: list[ast.AST] = [value.elt]
+    elif isinstance(value, ast.DictComp):
+        parts = [value.key, value.value]
+    else:
+        parts = [value]
+    return any(
+        isinstance(n, ast.Name) and n.id in derived and not any(
+            isinstance(link, ast.Call) and isinstance(link.func, ast.Attribute) and link.func.attr in HOST_READS
+            for link in _chain(n, parents))
+        for part in parts for n in ast.walk(part))
 
 
 def _plain(target: ast.expr) -> bool:

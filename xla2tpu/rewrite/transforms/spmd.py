@@ -6,6 +6,7 @@ and says why each piece is written as it is; this module builds the pieces on Li
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 
 import libcst as cst
@@ -38,11 +39,13 @@ def spmd_mesh(site: CallSite) -> Rewrite | None:
     function = next((p for p in site.parents if isinstance(p, cst.FunctionDef)), None)
     if line is None or function is None:
         return None
-    replicate = templates.render(spmd_program.REPLICATE, {"model": cst.Name(program.model), "mesh": cst.Name(program.mesh)},
-                                 {}, site.spell, statement=True)
-    imports |= replicate.imports
-    later: list[tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode]]] = [
-        (line, lambda node: cst.FlattenSentinel([node, replicate.node]))]  # type: ignore[list-item]
+    later: list[tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode]]] = []
+    if not program.parameters:  # else the last sharded parameter's statement replicates the rest
+        replicate = templates.render(spmd_program.REPLICATE, {"model": cst.Name(program.model),
+                                                              "mesh": cst.Name(program.mesh)},
+                                     {}, site.spell, statement=True)
+        imports |= replicate.imports
+        later.append((line, lambda node: cst.FlattenSentinel([node, replicate.node])))  # type: ignore[arg-type]
     reads = [s for s in _statements(function) if _has_read(s, program.derived)]
     if len(reads) != program.reads:
         return None  # not the statements the decision counted: build nothing rather than half
@@ -62,7 +65,21 @@ def spmd_shard(site: CallSite) -> Rewrite | None:
         return None
     shard, replicate = spmd_program.PLACEMENTS
     text = ", ".join(replicate if dim is None else shard.format(dim=dim) for dim in shards)
-    return render_statements(site, [spmd_program.SHARD.replace("{placements}", f"[{text}]")])
+    tensor = site.args["t"]
+    if isinstance(tensor, cst.Name):
+        return render_statements(site, [spmd_program.SHARD.replace("{placements}", f"[{text}]")])
+    parameter = _spelling(tensor)
+    if parameter not in program.parameters:
+        return None
+    statements = [spmd_program.SHARD_PARAMETER.replace("{placements}", f"[{text}]")]
+    if parameter == program.parameters[-1]:  # then every other parameter is replicated
+        statements.append(spmd_program.REPLICATE)
+    return render_statements(site, statements, {"model": cst.Name(program.model)})
+
+
+def _spelling(node: cst.BaseExpression) -> str:
+    """`node` as the decision spelled it (`ast.unparse`), whatever its spacing here."""
+    return ast.unparse(ast.parse(cst.Module([]).code_for_node(node).strip(), mode="eval").body)
 
 
 def _value(node: cst.BaseExpression) -> object:
