@@ -199,19 +199,15 @@ def extract(gitdir: Path, repo: Repo, dest: Path) -> list[str]:
     return problems
 
 
-# The files at a repository's root that may set its line length (xla2tpu/project/line_length.py).
-LINE_LENGTH_CONFIGS = ("pyproject.toml", "ruff.toml", ".ruff.toml", "setup.cfg", "tox.ini", ".flake8")
-
-
 def configured(gitdir: Path, commit: str) -> int | None:
     """The line length the repository's root configuration sets, or None. The extraction
     keeps the sources only (a pyproject.toml would also bring pins and a project root), so
     this length is handed on alone, as a `.ruff.toml` at the extracted root."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from xla2tpu.project.line_length import LineLengths
+    from xla2tpu.project.line_length import CONFIG_FILES, LineLengths
 
     with tempfile.TemporaryDirectory() as folder:
-        for name in LINE_LENGTH_CONFIGS:
+        for name in CONFIG_FILES:
             shown = _git(gitdir, "show", f"{commit}:{name}")
             if shown.returncode == 0:
                 (Path(folder) / name).write_bytes(shown.stdout)

@@ -32,6 +32,15 @@ def _length(folder: Path, files: dict[str, str]) -> tuple[int, list[str]]:
     ("tox.ini", "[flake8]\nmax_line_length = 121\n", 121),
     (".flake8", "[flake8]\nmax-line-length = 79\n", 79),
     ("pyproject.toml", "[tool.ruff.lint]\nselect = ['E']\n[tool.isort]\nline_length = 120\n", DEFAULT),
+    # yapf: its column limit, or its base style's (pytorch/xla's .style.yapf says 80)
+    (".style.yapf", "[style]\nbased_on_style = google\ncolumn_limit=80\nindent_width=2\n", 80),
+    (".style.yapf", "[style]\nbased_on_style = pep8\n", 79),
+    (".style.yapf", "[style]\nbased_on_style = google\n", 80),
+    ("setup.cfg", "[yapf]\ncolumn_limit = 100\n", 100),
+    ("setup.cfg", "[metadata]\nname = x\n[yapf]\nbased_on_style = facebook\n", 80),
+    ("pyproject.toml", "[tool.yapf]\ncolumn_limit = 110\n", 110),
+    ("pyproject.toml", "[tool.yapf]\nbased_on_style = 'pep8'\n", 79),
+    ("pyproject.toml", "[tool.yapf]\nindent_width = 4\n", DEFAULT),
 ])
 def test_each_source(tmp_path: Path, name: str, text: str, expected: int) -> None:
     assert _length(tmp_path, {name: text}) == (expected, [])
@@ -41,7 +50,7 @@ def test_nothing_configured_is_black_and_ruffs_default(tmp_path: Path) -> None:
     assert _length(tmp_path, {}) == (DEFAULT, [])
 
 
-def test_ruffs_own_files_come_first_then_black_then_flake8(tmp_path: Path) -> None:
+def test_ruffs_own_files_come_first_then_black_then_flake8_then_yapf(tmp_path: Path) -> None:
     files = {
         ".ruff.toml": "line-length = 101\n",
         "ruff.toml": "line-length = 102\n",
@@ -49,8 +58,10 @@ def test_ruffs_own_files_come_first_then_black_then_flake8(tmp_path: Path) -> No
         "setup.cfg": "[flake8]\nmax-line-length = 120\n",
         "tox.ini": "[flake8]\nmax-line-length = 121\n",
         ".flake8": "[flake8]\nmax-line-length = 122\n",
+        ".style.yapf": "[style]\ncolumn_limit = 123\n",
     }
-    order = [(".ruff.toml", 101), ("ruff.toml", 102), ("pyproject.toml", 119), ("setup.cfg", 120), ("tox.ini", 121), (".flake8", 122)]
+    order = [(".ruff.toml", 101), ("ruff.toml", 102), ("pyproject.toml", 119), ("setup.cfg", 120), ("tox.ini", 121), (".flake8", 122),
+             (".style.yapf", 123)]
     for name, expected in order:
         assert _length(tmp_path, files)[0] == expected
         (tmp_path / name).unlink()
@@ -80,6 +91,8 @@ def test_a_folder_is_read_once_per_run(tmp_path: Path) -> None:
     ("ruff.toml", "line-length = 120\n[broken\n", "cannot read its line length"),
     ("setup.cfg", "[flake8]\nmax-line-length = 120  # wide\n", "[flake8] max-line-length must be a whole number"),
     ("tox.ini", "[flake8\nmax-line-length = 120\n", "cannot read its line length"),
+    (".style.yapf", "[style]\ncolumn_limit = eighty\n", "[style] column_limit must be a whole number"),
+    ("pyproject.toml", "[tool.yapf]\ncolumn_limit = 0\n", "[tool.yapf] column_limit must be a whole number"),
 ])
 def test_a_bad_value_is_a_warning_naming_the_file_and_the_search_goes_on(tmp_path: Path, name: str, text: str, named: str) -> None:
     (tmp_path / "pkg").mkdir()

@@ -5,8 +5,14 @@ own: in the file's folder, else its parent's, and so on up. The first folder tha
 line length decides, in this order (ruff's own files first, each tool's order among its files):
 
   1. `.ruff.toml`, then `ruff.toml`: `line-length`
-  2. `pyproject.toml`: `[tool.ruff] line-length`, then `[tool.black] line-length`
-  3. `setup.cfg`, then `tox.ini`, then `.flake8`: `[flake8] max-line-length`
+  2. `pyproject.toml`: `[tool.ruff] line-length`, then `[tool.black] line-length`, then
+     `[tool.yapf] column_limit`
+  3. `setup.cfg`, then `tox.ini`, then `.flake8`: `[flake8] max-line-length`, then (setup.cfg)
+     `[yapf] column_limit`
+  4. `.style.yapf`: `[style] column_limit`
+
+(yapf's column limit, when a yapf section names only `based_on_style`, is that style's:
+79 for pep8, 80 for google, facebook and yapf)
 
 and 88 (black's and ruff's default) when none does. `[tool.xla2tpu] line-length` overrides all
 of them (config.py). Each folder is read once per run. These are other tools' files: one that
@@ -63,11 +69,29 @@ def _pyproject(path: str, data: bytes, warnings: list[str]) -> int | None:
             return found
     if isinstance(black, dict):  # black reads `line_length` too
         value = black.get("line-length", black.get("line_length"))
-        return _checked(value, f"{path}: [tool.black] line-length", warnings)
+        found = _checked(value, f"{path}: [tool.black] line-length", warnings)
+        if found is not None:
+            return found
+    yapf = tools.get("yapf")
+    if isinstance(yapf, dict):
+        return _yapf_limit(yapf.get("column_limit"), yapf.get("based_on_style"), f"{path}: [tool.yapf]", warnings)
     return None
 
 
-def _flake8(path: str, data: bytes, warnings: list[str]) -> int | None:
+# yapf's column limit of each base style, when a configuration names the style alone.
+_YAPF_STYLES = {"pep8": 79, "google": 80, "facebook": 80, "yapf": 80}
+
+
+def _yapf_limit(limit: object, style: object, where: str, warnings: list[str]) -> int | None:
+    if isinstance(limit, str):
+        limit = int(limit.strip()) if limit.strip().isdigit() else limit.strip()
+    if limit is not None:
+        return _checked(limit, f"{where} column_limit", warnings)
+    return _YAPF_STYLES.get(str(style).strip().lower()) if style is not None else None
+
+
+def _ini(path: str, data: bytes, warnings: list[str], yapf_section: str | None) -> int | None:
+    """`[flake8] max-line-length`, then the yapf section's column limit, if any."""
     import configparser  # only a folder whose INI file names a line length needs it: 1 ms of every run saved
 
     parser = configparser.RawConfigParser()
@@ -79,8 +103,26 @@ def _flake8(path: str, data: bytes, warnings: list[str]) -> int | None:
     for option in ("max-line-length", "max_line_length"):
         if parser.has_option("flake8", option):
             text = parser.get("flake8", option).strip()
-            return _checked(int(text) if text.isdigit() else text, f"{path}: [flake8] {option}", warnings)
-    return None
+            found = _checked(int(text) if text.isdigit() else text, f"{path}: [flake8] {option}", warnings)
+            if found is not None:
+                return found
+    if yapf_section is None or not parser.has_section(yapf_section):
+        return None
+    options = dict(parser.items(yapf_section))
+    return _yapf_limit(options.get("column_limit"), options.get("based_on_style"), f"{path}: [{yapf_section}]",
+                       warnings)
+
+
+def _flake8(path: str, data: bytes, warnings: list[str]) -> int | None:
+    return _ini(path, data, warnings, None)
+
+
+def _setup_cfg(path: str, data: bytes, warnings: list[str]) -> int | None:
+    return _ini(path, data, warnings, "yapf")
+
+
+def _style_yapf(path: str, data: bytes, warnings: list[str]) -> int | None:
+    return _ini(path, data, warnings, "style")
 
 
 # Each file a folder may hold, in the order of precedence: the bytes that show it may set a
@@ -88,11 +130,15 @@ def _flake8(path: str, data: bytes, warnings: list[str]) -> int | None:
 _SOURCES: tuple[tuple[str, tuple[bytes, ...], Callable[[str, bytes, list[str]], int | None]], ...] = (
     (".ruff.toml", (b"line-length",), _ruff_file),
     ("ruff.toml", (b"line-length",), _ruff_file),
-    ("pyproject.toml", (b"line-length", b"line_length"), _pyproject),
-    ("setup.cfg", (b"line-length", b"line_length"), _flake8),
+    ("pyproject.toml", (b"line-length", b"line_length", b"column_limit", b"based_on_style"), _pyproject),
+    ("setup.cfg", (b"line-length", b"line_length", b"column_limit", b"based_on_style"), _setup_cfg),
     ("tox.ini", (b"line-length", b"line_length"), _flake8),
     (".flake8", (b"line-length", b"line_length"), _flake8),
+    (".style.yapf", (b"column_limit", b"based_on_style"), _style_yapf),
 )
+
+
+CONFIG_FILES = tuple(name for name, _, _ in _SOURCES)
 
 
 class LineLengths:
