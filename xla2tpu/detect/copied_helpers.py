@@ -47,13 +47,16 @@ class Helper:
 
 # The explanation is a comment, not a docstring paragraph: comments take the module's
 # indentation (two spaces in many torch_xla examples), a docstring's lines would not.
+# Comments and docstrings fit 79 columns (pep8's and yapf's limit; torch_xla's own code
+# is yapf at 80): the wrapper splits code, never text.
 _RATE_TRACKER = '''\
 class {name}:
     """Samples per second, as torch_xla's `xm.RateTracker` computed them."""
 
-    # rate(): the rate since the previous rate() call, smoothed with the previous one
-    # (smooth_factor of the old, the rest of the new); global_rate(): every sample
-    # counted over the time since the tracker was created.
+    # rate(): the rate since the previous rate() call, smoothed with the
+    # previous one (smooth_factor of the old, the rest of the new);
+    # global_rate(): every sample counted over the time since the tracker
+    # was created.
     def __init__(self, smooth_factor=None):
         self._smooth_factor = 0.4 if smooth_factor is None else smooth_factor
         self._start_time = time.perf_counter()
@@ -87,9 +90,9 @@ class {name}:
 
 _WRITE_TO_SUMMARY = '''\
 def {name}(summary_writer, global_step=None, dict_to_write=None, write_xla_metrics=False):
-    """Writes each scalar of `dict_to_write` to a TensorBoard writer, if there is one."""
-    # torch_xla's `test_utils.write_to_summary`; its XLA metrics (`write_xla_metrics`)
-    # do not exist under TorchTPU and are not written.
+    """Writes each scalar of `dict_to_write` to the writer, when there is one."""
+    # torch_xla's `test_utils.write_to_summary`; its XLA metrics
+    # (`write_xla_metrics`) do not exist under TorchTPU and are not written.
     if summary_writer is None:
         return
     for k, v in (dict_to_write or {{}}).items():
@@ -98,7 +101,7 @@ def {name}(summary_writer, global_step=None, dict_to_write=None, write_xla_metri
 
 _GET_SUMMARY_WRITER = '''\
 def {name}(logdir):
-    """A TensorBoard writer for `logdir`, or None when there is no log dir."""
+    """A TensorBoard writer for `logdir`, or None without a log dir."""
     # torch_xla's `test_utils.get_summary_writer`.
     if logdir:
         from tensorboardX import SummaryWriter
@@ -119,9 +122,9 @@ def {name}(summary_writer):
 
 _PRINT_TRAINING_UPDATE = '''\
 def {name}(device, step, loss, rate, global_rate, epoch=None, summary_writer=None):
-    """Prints a step's training figures, and writes the rates to TensorBoard if asked."""
-    # torch_xla's `test_utils.print_training_update`, which printed the device as
-    # `device/ordinal`; the device prints as passed.
+    """Prints a step's training figures; writes the rates to TensorBoard."""
+    # torch_xla's `test_utils.print_training_update`, which printed the
+    # device as `device/ordinal`; the device prints as passed.
     update_data = [
         "Training",
         "Device={{}}".format(device),
@@ -139,10 +142,11 @@ def {name}(device, step, loss, rate, global_rate, epoch=None, summary_writer=Non
 
 _DEVICE_LOADER = '''\
 class {name}:
-    """The batches of `loader` on `device`, as torch_xla's `pl.MpDeviceLoader` gave them."""
+    """The batches of `loader` on `device`, as `pl.MpDeviceLoader` gave."""
 
-    # torch_xla moved each batch from background threads; here it moves when it is taken
-    # (a DataLoader's num_workers still load the next batches in the background).
+    # torch_xla moved each batch from background threads; here it moves when
+    # it is taken (a DataLoader's num_workers still load the next batches in
+    # the background).
     def __init__(self, loader, device, **kwargs):
         self._loader = loader
         self._device = device
@@ -157,7 +161,7 @@ class {name}:
 
 _PER_DEVICE_LOADER = '''\
 class {name}:
-    """One device's batches of a `ParallelLoader` copy, as torch_xla's `PerDeviceLoader` gave them."""
+    """One device's batches of a `ParallelLoader` copy (`PerDeviceLoader`)."""
 
     def __init__(self, loader, device):
         self._loader = loader
@@ -175,10 +179,10 @@ class {name}:
 
 _PARALLEL_LOADER = '''\
 class {name}:
-    """The batches of `cpu_loader` on its device, as torch_xla's `pl.ParallelLoader` gave them."""
+    """The batches of `cpu_loader` on its device, as `ParallelLoader` gave."""
 
-    # torch_xla read the loader once, from background threads, as soon as it was made; here
-    # each batch is read and moved to the device when it is taken.
+    # torch_xla read the loader once, from background threads, as soon as it
+    # was made; here each batch is read and moved to the device when taken.
     def __init__(self, cpu_loader, devices, **kwargs):
         self._cpu_loader = cpu_loader
         self._devices = devices
