@@ -20,13 +20,16 @@ when all of its SPMD is what this module can translate exactly
   §2.9's placement rule), every process building the same global batch as the one SPMD
   process did;
 - `xs.mark_sharding(model[i].weight, mesh, spec)` statements of the function's own body
-  between the mesh and the optimizer, on a weight or bias of one of the model's layers
-  (tensor parallelism): the parameter becomes a DTensor parameter with the same placements
+  between the mesh and the optimizer, on a weight or bias of one of the model's Linear,
+  LayerNorm or Embedding layers (an embedding by columns only) (tensor parallelism): the
+  parameter becomes a DTensor parameter with the same placements
   (`fixtures/runnable/spmd_tensor_parallel`), before the rest are replicated and the
-  optimizer takes them all;
-- the model is built of torch.nn layers measured right on DTensors, and runs only on
-  DTensors (a plain tensor beside its DTensor parameters raises); the losses are
-  `cross_entropy` / `nll_loss` without class weights;
+  optimizer takes them all; BatchNorm only on a 1-D mesh with no sharded parameter (else
+  DTensor updates a sharded copy of its running statistics, and the update is lost);
+- the model is built of torch.nn layers measured right on DTensors, and it and the losses
+  run only on DTensors (a plain tensor beside its DTensor parameters, or beside its
+  output, raises: labels SPMD replicated); the losses are `cross_entropy` / `nll_loss`
+  without class weights;
 - the values computed from the model, the optimizer and the sharded batch (the function's
   DTensors) are read on the host only through `.item()`, `.tolist()`, `.cpu()` or
   `.numpy()`, which read the full tensor (`.full_tensor()`, a collective every process
@@ -73,6 +76,12 @@ _LAYERS = frozenset({
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "LeakyReLU", "ELU", "Mish", "Hardtanh",
 })
 _LOSSES = frozenset({"cross_entropy", "nll_loss", "CrossEntropyLoss", "NLLLoss"})
+# The layers whose parameters may be sharded, each with the parameter dimensions that may
+# not be: each measured right against torch_xla SPMD (fixtures/runnable/spmd_tensor_parallel
+# and the review in docs/ecosystem.md). torch 2.13's DTensor convolution keeps the input's
+# placements for its output whatever the weight's, and an embedding split by rows gives a
+# masked partial result that a reshape after it breaks.
+_SHARDABLE = {"Linear": frozenset(), "LayerNorm": frozenset(), "Embedding": frozenset({0})}
 _FUNCTIONS = frozenset({"relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax", "cross_entropy", "nll_loss"})
 _WEIGHTS = frozenset({"weight", "pos_weight"})  # a plain tensor beside the DTensors raises
 _BUILTINS = frozenset({"sum", "min", "max", "abs", "len", "zip", "enumerate", "list", "tuple", "range"})
@@ -165,15 +174,18 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
     model, optimizer = found_model
     parents = {id(child): node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
     on_parameters = [s for s in shardings if _parameter(s.args[0] if s.args else None, model)]
-    parameters = _parameters(on_parameters, function, mesh, axes, statement.lineno, optimizer)
+    layers = _layers(function, model, resolve)
+    parameters = _parameters(on_parameters, function, mesh, axes, statement.lineno, optimizer, layers)
     sharded = _sharded([s for s in shardings if s not in on_parameters], parents, mesh, axes, statement.lineno)
     if sharded is None or parameters is None or model in sharded:
         return None
+    if (parameters or len(axes) > 1) and any(kind.startswith("BatchNorm") for kind in _walk_layers(layers)):
+        return None  # DTensor moves the running statistics to a sharded copy, whose update is lost
     derived = _derived(function, {model, *sharded}, parents)
-    if derived is None or not _model_runs_on_dtensors(inner, model, derived):
+    losses = _losses(function, resolve)
+    if derived is None or not _runs_on_dtensors(inner, {model, *losses}, derived, resolve):
         return None
     skip = {id(n) for s in shardings for n in ast.walk(parents[id(s)])} | {id(n) for n in ast.walk(statement)}
-    losses = _losses(function, resolve)
     reads = _reads(function, derived, parents, skip, min(s.lineno for s in shardings),
                    lambda call: _known_callee(call, resolve, derived, {model, *losses}))
     if reads is None:
@@ -313,10 +325,11 @@ def _parameter(node: ast.AST | None, model: str) -> bool:
 
 
 def _parameters(calls: list[ast.Call], function: ast.FunctionDef, mesh: str, axes: tuple[str, ...], after: int,
-                before: int) -> tuple[str, ...] | None:
+                before: int, layers: Layers) -> tuple[str, ...] | None:
     """The parameters the `mark_sharding` statements shard, in order: each a statement of
     the function's own body between the mesh and the optimizer (which must take the
-    DTensor parameters), on the mesh, with a spec that has placements, each parameter once."""
+    DTensor parameters), on the mesh, with a spec that has placements, each parameter once,
+    of a layer whose DTensor operation is right sharded that way (`_SHARDABLE`)."""
     own = {id(s.value) for s in function.body if isinstance(s, ast.Expr)}
     names: list[str] = []
     for call in calls:
@@ -326,10 +339,57 @@ def _parameters(calls: list[ast.Call], function: ast.FunctionDef, mesh: str, axe
         if not (isinstance(on, ast.Name) and on.id == mesh and isinstance(spec, (ast.Tuple, ast.List))):
             return None
         values = [e.value if isinstance(e, ast.Constant) else object() for e in spec.elts]
-        if placements(values, axes) is None or ast.unparse(parameter) in names:
+        shards = placements(values, axes)
+        if shards is None or ast.unparse(parameter) in names:
+            return None
+        kind = _layer_of(parameter, layers)
+        if kind not in _SHARDABLE or any(dim in _SHARDABLE[kind] for dim in shards):
             return None
         names.append(ast.unparse(parameter))
     return tuple(names)
+
+
+# A layer of the model: its torch.nn class, or a Sequential's layers.
+Layers = str | list["Layers"] | None
+
+
+def _layers(function: ast.FunctionDef, model: str, resolve: Callable[[ast.AST], str | None]) -> Layers:
+    """The model's layers, from its one binding (`_built_of_layers` checked there is one,
+    of torch.nn layers)."""
+    binding = next(node.value for node in ast.walk(function) if isinstance(node, ast.Assign)
+                   and any(isinstance(t, ast.Name) and t.id == model for t in node.targets))
+
+    def layer(node: ast.AST) -> Layers:
+        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to":
+            node = node.func.value
+        if not isinstance(node, ast.Call):
+            return None
+        kind = _nn_class(resolve(node.func) or "")
+        return [layer(arg) for arg in node.args] if kind == "Sequential" else kind or None
+
+    return layer(binding)
+
+
+def _walk_layers(layers: Layers) -> Iterator[str]:
+    if isinstance(layers, list):
+        for each in layers:
+            yield from _walk_layers(each)
+    elif layers is not None:
+        yield layers
+
+
+def _layer_of(parameter: ast.Attribute, layers: Layers) -> str | None:
+    """The class of the layer `model[i][j].weight` belongs to, when the model shows it."""
+    indexes: list[int] = []
+    node = parameter.value
+    while isinstance(node, ast.Subscript):
+        indexes.append(node.slice.value)  # type: ignore[attr-defined]  # `_parameter` checked: an int
+        node = node.value
+    for index in reversed(indexes):
+        if not isinstance(layers, list) or not -len(layers) <= index < len(layers):
+            return None
+        layers = layers[index]
+    return layers if isinstance(layers, str) else None
 
 
 def _sharded(shardings: list[ast.Call], parents: dict[int, ast.AST], mesh: str, axes: tuple[str, ...],
@@ -386,6 +446,13 @@ def _derived(function: ast.FunctionDef, seeds: set[str], parents: dict[int, ast.
     while True:
         size = len(derived)
         for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and _paired(node):
+                for target, element in zip(node.targets[0].elts, node.value.elts):  # type: ignore[attr-defined]
+                    if _unread(element, derived, parents):
+                        if not _plain(target):
+                            return None
+                        derived |= _target_names([target])
+                continue
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 value, targets = node.value, node.targets if isinstance(node, ast.Assign) else [node.target]
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
@@ -402,6 +469,14 @@ def _derived(function: ast.FunctionDef, seeds: set[str], parents: dict[int, ast.
             derived |= _target_names(targets)
         if len(derived) == size:
             return derived
+
+
+def _paired(node: ast.Assign) -> bool:
+    """`x, y = x.to(d), y.to(d)`: each target takes the value beside it."""
+    target, value = node.targets[0], node.value
+    return (len(node.targets) == 1 and isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts)
+            and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts)))
 
 
 def _torch_calls_known(nodes: list[ast.AST], resolve: Callable[[ast.AST], str | None]) -> bool:
@@ -480,18 +555,22 @@ def _known_callee(call: ast.Call, resolve: Callable[[ast.AST], str | None], deri
     return (resolve(func) or "").split(".")[0] == "torch"
 
 
-def _model_runs_on_dtensors(nodes: list[ast.AST], model: str, derived: set[str]) -> bool:
-    """Whether every run of the model (`model(...)`, `model.forward(...)`) takes DTensors or
-    constants: its parameters are DTensors now, and a plain tensor beside them raises (a
-    held-out batch SPMD replicated, say)."""
-    values = derived - {model}
+def _runs_on_dtensors(nodes: list[ast.AST], modules: set[str], derived: set[str],
+                     resolve: Callable[[ast.AST], str | None]) -> bool:
+    """Whether every run of the model or a loss (`model(...)`, `model.forward(...)`,
+    `criterion(...)`, `F.cross_entropy(...)`) takes DTensors or constants: the parameters
+    and the model's output are DTensors now, and a plain tensor beside them raises (a
+    held-out batch, or labels, that SPMD replicated)."""
+    values = derived - modules
     for node in nodes:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
-        if not (isinstance(func, ast.Name) and func.id == model
+        if not (isinstance(func, ast.Name) and func.id in modules
                 or isinstance(func, ast.Attribute) and func.attr in ("forward", "generate")
-                and isinstance(func.value, ast.Name) and func.value.id == model):
+                and isinstance(func.value, ast.Name) and func.value.id in modules
+                or (resolve(func) or "").startswith("torch.nn.functional.")
+                and (resolve(func) or "").rsplit(".", 1)[1] in _LOSSES):
             continue
         if not all(isinstance(arg, ast.Constant) or _mentions(arg, values)
                    for arg in [*node.args, *(k.value for k in node.keywords)]):
