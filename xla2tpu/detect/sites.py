@@ -537,12 +537,33 @@ class Detector:
             after=self._around(rule, node, args, "after"),
             then=self._around(rule, node, args, "then"),
             guarded_by=self._around(rule, node, args, "guarded-by"),
-            compared=isinstance(parent, ast.Compare),
+            compared=isinstance(parent, ast.Compare) or uses(rule, "compared") and self._held_then_compared(node),
             setup_branch=uses(rule, "setup-branch") and self._in_setup_branch(),
             launch_parent=uses(rule, "launch-parent") and self._in_launch_parent(),
             spmd_program=uses(rule, "spmd-program") and self._spmd_program() is not None,
             tensors=self._tensor_slots(rule, args or {}),
         )
+
+    def _held_then_compared(self, node: ast.Call) -> bool:
+        """`device = xm.xla_device()` whose name the same function (or module) compares
+        with `==` / `!=` or hands to `assertEqual` / `assertNotEqual`: the device compared is
+        the call's (a seed-75 review: `assertEqual(device, torch.device("xla:0"))` held
+        after the rewrite gave an index-less "tpu" device)."""
+        parent = self._parent()
+        if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
+            return False
+        name = parent.targets[0].id
+        holder = next((p for p in reversed(self._parents) if isinstance(p, (*FUNCTIONS, ast.Module))), None)
+        for each in ast.walk(holder) if holder is not None else ():
+            if isinstance(each, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq)) for op in each.ops):
+                operands = [each.left, *each.comparators]
+            elif isinstance(each, ast.Call) and isinstance(each.func, ast.Attribute) and each.func.attr in _EQUALITY_ASSERTS:
+                operands = list(each.args)
+            else:
+                continue
+            if any(isinstance(o, ast.Name) and o.id == name for o in operands):
+                return True
+        return False
 
     def _around(self, rule: Rule, node: ast.Call, args: dict | None, kind: str) -> frozenset[str]:
         """The patterns of `kind` (`after:` / `then:` / `guarded-by:`, ast_earlier.py) that hold at the site."""
@@ -915,6 +936,8 @@ def _fallback(rule: Rule, case: Case, site: Site) -> Case | None:
     return following
 
 
+# unittest's assertions of (in)equality.
+_EQUALITY_ASSERTS = frozenset({"assertEqual", "assertNotEqual", "assertEquals"})
 # Context managers whose body is expected to raise (unittest's and pytest's).
 _EXPECTING = frozenset({"assertRaises", "assertRaisesRegex", "raises"})
 
