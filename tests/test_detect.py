@@ -384,6 +384,39 @@ def test_check_tells_an_unread_flag_on_the_ast_as_fix_makes_it() -> None:
     assert fixed.new_source == b"def denoise(x):\n    return x\n"
 
 
+_TRY_FLAG = b"""try:
+    import torch_xla.core.xla_model as xm
+    import torch_xla
+%s
+def step(x):
+    if _HAS_XLA:
+        xm.mark_step()
+    return x
+"""
+
+
+@pytest.mark.parametrize("rest, told", [
+    # CLIPA's probe: the flag goes from the body and the handler, which keeps only fallbacks;
+    # the `try:` guards nothing the code reads any more, and goes whole.
+    (b"    _HAS_XLA = True\nexcept ImportError as e:\n    xm = None\n    torch_xla = None\n    _HAS_XLA = False\n", True),
+    (b"    _HAS_XLA = True\nexcept ImportError:\n    _HAS_XLA = False\n", True),
+    # The handler does more than fall back: the guard still decides, as written.
+    (b"    _HAS_XLA = True\nexcept ImportError:\n    _HAS_XLA = False\n    print('no xla')\n", True),
+    (b"    _HAS_XLA = True\nexcept ImportError:\n    _HAS_XLA = False\nelse:\n    print('xla')\n", True),
+    # The flag outside the `try:`: nothing changes what the `try:` guards.
+    (b"except ImportError:\n    pass\n_HAS_XLA = True\n", True),
+])
+def test_check_tells_a_flag_in_an_import_guard_on_the_ast_as_fix_makes_it(rest: bytes, told: bool) -> None:
+    # Removing the flag changes what the `try:` guards; the import pass judges the guard on
+    # what the flags left, and so does `check` (after_fixes.Leftovers.guard), without LibCST.
+    source = _TRY_FLAG % rest
+    for mode in ("safe", "unsafe"):
+        checked = engine.process_source("p.py", source, dataclasses.replace(_MODES[mode], rewrite=False))
+        fixed = engine.process_source("p.py", source, _MODES[mode])
+        assert _seen(checked) == _seen(fixed), (mode, checked.diagnostics, fixed.diagnostics)
+    assert not checked.parsed if told else checked.parsed
+
+
 _PROFILE = b"import torch_xla.debug.profiler as xp\n\n\ndef f(d, a):\n%s"
 
 

@@ -29,12 +29,13 @@ import heapq
 from collections.abc import Collection, Container, Iterable, Sequence
 
 from xla2tpu.catalogue import template_text
-from xla2tpu.trees.blocks import first_line
+from xla2tpu.trees.blocks import catches_import_error, first_line
 from xla2tpu.catalogue.rules import Case
 from xla2tpu.detect.conditions import message_of
 from xla2tpu.detect import (call_shapes, collective_sites, copied_helpers, env_access_site, launch_site, loader_site,
                             probe_flags, profiler_site)
-from xla2tpu.detect.import_sites import ImportSite, decide, fallback_only
+from xla2tpu.detect.import_sites import (Guard, ImportSite, decide, fallback_only, guard_decides, holds_only,
+                                        innermost_guard)
 from xla2tpu.trees.names import dotted_name
 from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.scopes import FUNCTIONS, SCOPED, Scopes
@@ -82,6 +83,7 @@ class Leftovers:
         # Nodes whose code the fixes change -> the expression their fix writes (None: any code).
         self._wild: dict[int, ast.expr | None] = {id(site.node): _becomes(site) for site in self._applied}
         self._imports_decided = False  # until then a deletion in a `try:` changes what it guards
+        self._guards_changed: dict[int, ast.AST] = {}  # `try:` statements whose flags went before the imports were decided
         self._try_touched = False  # the import pass's removals changed a `try:` (what it guards)
         for site in self._applied:
             self._take(site)
@@ -250,12 +252,17 @@ class Leftovers:
         if names & self._names:
             raise _CannotTell  # the fix may spell the import's name: it may still be read
 
-    def _delete(self, statement: ast.stmt, chain: tuple[ast.AST, ...], scope: Scope) -> None:
-        """`statement` goes (`chain`: the nodes from the module down to its block's owner)."""
+    def _delete(self, statement: ast.stmt, chain: tuple[ast.AST, ...], scope: Scope, flag: bool = False) -> None:
+        """`statement` goes (`chain`: the nodes from the module down to its block's owner;
+        `flag`: an availability flag, which goes before the imports are decided)."""
         owner = chain[-1]
         if isinstance(owner, (*_TRY, ast.ExceptHandler)):
             if not self._imports_decided:
-                raise _CannotTell  # what the `try:` guards changes
+                if not flag:
+                    raise _CannotTell  # what the `try:` guards changes
+                # The import pass judges the guard on the code the flags left (`guard`).
+                changed = owner if isinstance(owner, _TRY) else chain[-2]
+                self._guards_changed[id(changed)] = changed
             self._try_touched = True
         self._deleted.add(id(statement))
         self._region(scope, statement)
@@ -452,12 +459,41 @@ class Leftovers:
         for name, fix in dead.items():
             for flag in found[name]:
                 self.unread.update(dict.fromkeys((id(site) for site in self._findings_in(flag.node)), fix))
-                self._delete(flag.node, flag.chain, self._scopes.module)
+                self._delete(flag.node, flag.chain, self._scopes.module, flag=True)
                 touched.append(flag.chain[-1])
+        for node in self._guards_changed.values():
+            if all(id(s) in self._deleted for s in node.body):  # type: ignore[attr-defined]
+                raise _CannotTell  # a `try:` the flags empty: what the pruner makes of it is told by making it
         self._prune()
         for owner in touched:  # an import the pass removes from its blocks asks about it again
             if not isinstance(owner, ast.Module):
                 self._owners.pop(id(owner), None)
+
+    def guard(self, site: ImportSite) -> Guard:
+        """The guard the import is under on the code the flags left (import_pass: each
+        `try:` judged by `guard_decides` on what is left of it), as written where no flag of
+        a `try:` around it went."""
+        chain = site.chain
+        if not any(id(node) in self._guards_changed for node in chain):
+            return site.guarded
+        guards: list[Guard] = []
+        for index, node in enumerate(chain):
+            inner = chain[index + 1] if index + 1 < len(chain) else site.statement
+            if isinstance(node, FUNCTIONS):
+                guards.append(None)
+            elif isinstance(node, _TRY):
+                in_body = any(statement is inner for statement in node.body)  # type: ignore[attr-defined]
+                guards.append(self._decides(node) if in_body else False)  # type: ignore[arg-type]
+        return innermost_guard(guards)
+
+    def _decides(self, node: ast.Try) -> Guard:
+        """import_sites.decides_import_guard on what the deletions leave of `node`."""
+        body = [s for s in node.body if id(s) not in self._deleted]
+        handlers = [[s for s in h.body if id(s) not in self._deleted] for h in node.handlers if catches_import_error(h)]
+        bound = {alias.asname or alias.name.split(".")[0] for statement in body
+                 if isinstance(statement, (ast.Import, ast.ImportFrom)) for alias in statement.names}
+        return guard_decides([holds_only(h) for h in handlers], [fallback_only(h, bound) for h in handlers],
+                             holds_only(body, (ast.Import, ast.ImportFrom)), bool(node.orelse))
 
     def imports_removed(self, removed: Iterable[Sequence[ImportSite]]) -> bool:
         """The import pass removes these aliases (per statement); a statement left without
@@ -590,7 +626,7 @@ def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: 
         decided: dict[int, Case | None] = {}  # id(import site) -> its case in the first pass
 
         def case_of(site: ImportSite) -> Case | None:  # as the import pass decides on what is left
-            return decide(site, not left.read(site), site.guarded, site.top_level, target, source, facts, package_init,
+            return decide(site, not left.read(site), left.guard(site), site.top_level, target, source, facts, package_init,
                           imported)
 
         def judge(site: ImportSite, case: Case, removed: dict[int, list[ImportSite]]) -> None:
