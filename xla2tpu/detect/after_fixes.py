@@ -29,13 +29,12 @@ import heapq
 from collections.abc import Collection, Container, Iterable, Sequence
 
 from xla2tpu.catalogue import template_text
-from xla2tpu.trees.blocks import catches_import_error, first_line
+from xla2tpu.trees.blocks import first_line
 from xla2tpu.catalogue.rules import Case
 from xla2tpu.detect.conditions import message_of
 from xla2tpu.detect import (call_shapes, collective_sites, copied_helpers, env_access_site, launch_site, loader_site,
                             probe_flags, profiler_site)
-from xla2tpu.detect.import_sites import (Guard, ImportSite, decide, fallback_only, guard_decides, holds_only,
-                                        innermost_guard)
+from xla2tpu.detect.import_sites import Guard, ImportSite, decide, decides_import_guard, fallback_only, innermost_guard
 from xla2tpu.trees.names import dotted_name
 from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.scopes import FUNCTIONS, SCOPED, Scopes
@@ -483,17 +482,8 @@ class Leftovers:
                 guards.append(None)
             elif isinstance(node, _TRY):
                 in_body = any(statement is inner for statement in node.body)  # type: ignore[attr-defined]
-                guards.append(self._decides(node) if in_body else False)  # type: ignore[arg-type]
+                guards.append(decides_import_guard(node, self._deleted) if in_body else False)  # type: ignore[arg-type]
         return innermost_guard(guards)
-
-    def _decides(self, node: ast.Try) -> Guard:
-        """import_sites.decides_import_guard on what the deletions leave of `node`."""
-        body = [s for s in node.body if id(s) not in self._deleted]
-        handlers = [[s for s in h.body if id(s) not in self._deleted] for h in node.handlers if catches_import_error(h)]
-        bound = {alias.asname or alias.name.split(".")[0] for statement in body
-                 if isinstance(statement, (ast.Import, ast.ImportFrom)) for alias in statement.names}
-        return guard_decides([holds_only(h) for h in handlers], [fallback_only(h, bound) for h in handlers],
-                             holds_only(body, (ast.Import, ast.ImportFrom)), bool(node.orelse))
 
     def imports_removed(self, removed: Iterable[Sequence[ImportSite]]) -> bool:
         """The import pass removes these aliases (per statement); a statement left without

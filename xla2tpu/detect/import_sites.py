@@ -122,13 +122,15 @@ def guard_decides(handlers_inert: Sequence[bool], handlers_fallbacks: Sequence[b
     return FALLBACKS if only_imports and all(handlers_fallbacks) else True
 
 
-def decides_import_guard(node: ast.Try) -> Guard:
-    """guard_decides, judged on the code as written."""
-    handlers = [h for h in node.handlers if catches_import_error(h)]
-    bound = {alias.asname or alias.name.split(".")[0] for statement in node.body
+def decides_import_guard(node: ast.Try, gone: Container[int] = frozenset()) -> Guard:
+    """guard_decides, judged on the code as written, less the statements whose ids are in
+    `gone` (the availability flags the fixes delete: detect/after_fixes.py)."""
+    body = [statement for statement in node.body if id(statement) not in gone]
+    handlers = [[s for s in h.body if id(s) not in gone] for h in node.handlers if catches_import_error(h)]
+    bound = {alias.asname or alias.name.split(".")[0] for statement in body
              if isinstance(statement, (ast.Import, ast.ImportFrom)) for alias in statement.names}
-    return guard_decides([holds_only(h.body) for h in handlers], [fallback_only(h.body, bound) for h in handlers],
-                         holds_only(node.body, (ast.Import, ast.ImportFrom)), bool(node.orelse))
+    return guard_decides([holds_only(h) for h in handlers], [fallback_only(h, bound) for h in handlers],
+                         holds_only(body, (ast.Import, ast.ImportFrom)), bool(node.orelse))
 
 
 def fallback_only(body: Sequence[ast.stmt], names: Container[str] | None = None) -> bool:

@@ -169,13 +169,18 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
     if not _torch_calls_known(inner, resolve) or not _even_batches(tree, resolve):
         return None
     found_model = _model(function, statement, resolve)
-    if found_model is None or not _built_of_layers(function, found_model[0], resolve):
+    if found_model is None:
         return None
     model, optimizer = found_model
+    bindings = [node for node in ast.walk(function) if isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == model for t in node.targets)]
+    if not _built_of_layers(bindings, resolve):
+        return None
+    layers = [_layers(binding.value, resolve) for binding in bindings]
     parents = {id(child): node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
     on_parameters = [s for s in shardings if _parameter(s.args[0] if s.args else None, model)]
-    layers = _layers(function, model, resolve)
-    parameters = _parameters(on_parameters, function, mesh, axes, statement.lineno, optimizer, layers)
+    parameters = _parameters(on_parameters, function, mesh, axes, statement.lineno, optimizer,
+                             layers[0] if len(layers) == 1 else None)  # a model bound twice: which layer is unknown
     sharded = _sharded([s for s in shardings if s not in on_parameters], parents, mesh, axes, statement.lineno)
     if sharded is None or parameters is None or model in sharded:
         return None
@@ -333,16 +338,13 @@ def _parameters(calls: list[ast.Call], function: ast.FunctionDef, mesh: str, axe
     own = {id(s.value) for s in function.body if isinstance(s, ast.Expr)}
     names: list[str] = []
     for call in calls:
-        if id(call) not in own or call.keywords or len(call.args) != 3 or not after < call.lineno < before:
+        sharding = _sharding(call, mesh, axes)
+        if id(call) not in own or sharding is None or not after < call.lineno < before:
             return None
-        parameter, on, spec = call.args
-        if not (isinstance(on, ast.Name) and on.id == mesh and isinstance(spec, (ast.Tuple, ast.List))):
+        parameter, shards = sharding
+        if ast.unparse(parameter) in names:
             return None
-        values = [e.value if isinstance(e, ast.Constant) else object() for e in spec.elts]
-        shards = placements(values, axes)
-        if shards is None or ast.unparse(parameter) in names:
-            return None
-        kind = _layer_of(parameter, layers)
+        kind = _layer_of(parameter, layers)  # type: ignore[arg-type]  # `_parameter` checked: an attribute
         if kind not in _SHARDABLE or any(dim in _SHARDABLE[kind] for dim in shards):
             return None
         names.append(ast.unparse(parameter))
@@ -353,21 +355,20 @@ def _parameters(calls: list[ast.Call], function: ast.FunctionDef, mesh: str, axe
 Layers = str | list["Layers"] | None
 
 
-def _layers(function: ast.FunctionDef, model: str, resolve: Callable[[ast.AST], str | None]) -> Layers:
-    """The model's layers, from its one binding (`_built_of_layers` checked there is one,
-    of torch.nn layers)."""
-    binding = next(node.value for node in ast.walk(function) if isinstance(node, ast.Assign)
-                   and any(isinstance(t, ast.Name) and t.id == model for t in node.targets))
+def _layers(binding: ast.expr, resolve: Callable[[ast.AST], str | None]) -> Layers:
+    """The layers a binding of the model builds (`_built_of_layers` checked: torch.nn ones)."""
+    node = _unmoved(binding)
+    if not isinstance(node, ast.Call):
+        return None
+    kind = _nn_class(resolve(node.func) or "")
+    return [_layers(arg, resolve) for arg in node.args] if kind == "Sequential" else kind or None
 
-    def layer(node: ast.AST) -> Layers:
-        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to":
-            node = node.func.value
-        if not isinstance(node, ast.Call):
-            return None
-        kind = _nn_class(resolve(node.func) or "")
-        return [layer(arg) for arg in node.args] if kind == "Sequential" else kind or None
 
-    return layer(binding)
+def _unmoved(node: ast.expr) -> ast.expr:
+    """`nn.Linear(2, 2)` of `nn.Linear(2, 2).to(device)`."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to":
+        node = node.func.value
+    return node
 
 
 def _walk_layers(layers: Layers) -> Iterator[str]:
@@ -399,19 +400,26 @@ def _sharded(shardings: list[ast.Call], parents: dict[int, ast.AST], mesh: str, 
     names: set[str] = set()
     for call in shardings:
         statement = parents[id(call)]
-        if not isinstance(statement, ast.Expr) or call.keywords or len(call.args) != 3 or call.lineno <= after:
+        sharding = _sharding(call, mesh, axes)
+        if not isinstance(statement, ast.Expr) or sharding is None or call.lineno <= after:
             return None
-        tensor, on, spec = call.args
-        if not (isinstance(tensor, ast.Name) and isinstance(on, ast.Name) and on.id == mesh
-                and isinstance(spec, (ast.Tuple, ast.List))):
-            return None
-        values = [e.value if isinstance(e, ast.Constant) else object() for e in spec.elts]
-        if placements(values, axes) is None:
-            return None
-        if not _just_bound(statement, parents, tensor.id):
+        tensor = sharding[0]
+        if not isinstance(tensor, ast.Name) or not _just_bound(statement, parents, tensor.id):
             return None
         names.add(tensor.id)
     return names
+
+
+def _sharding(call: ast.Call, mesh: str, axes: tuple[str, ...]) -> tuple[ast.expr, list[int | None]] | None:
+    """The tensor `xs.mark_sharding(t, mesh, spec)` shards and, per mesh axis, the dimension
+    sharded on it: a call on the mesh with a literal spec that has placements."""
+    if call.keywords or len(call.args) != 3:
+        return None
+    tensor, on, spec = call.args
+    if not (isinstance(on, ast.Name) and on.id == mesh and isinstance(spec, (ast.Tuple, ast.List))):
+        return None
+    shards = placements([e.value if isinstance(e, ast.Constant) else object() for e in spec.elts], axes)
+    return None if shards is None else (tensor, shards)
 
 
 def _just_bound(statement: ast.stmt, parents: dict[int, ast.AST], name: str) -> bool:
@@ -517,13 +525,12 @@ def _nn_class(name: str) -> str:
     return name[len("torch.nn."):] if name.startswith("torch.nn.") and name.count(".") == 2 else ""
 
 
-def _built_of_layers(function: ast.FunctionDef, model: str, resolve: Callable[[ast.AST], str | None]) -> bool:
-    """Whether each binding of the model is torch.nn layers of `_LAYERS` (optionally moved
-    with `.to(...)`), with literals and names as their arguments: a class of the program's
-    own, or of a library, has a `forward` this module cannot see."""
-    def layers(node: ast.AST) -> bool:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to":
-            return layers(node.func.value)
+def _built_of_layers(bindings: list[ast.Assign], resolve: Callable[[ast.AST], str | None]) -> bool:
+    """Whether each binding of the model (`model = ...`, the only target) is torch.nn layers of
+    `_LAYERS` (optionally moved with `.to(...)`), with literals and names as their arguments:
+    a class of the program's own, or of a library, has a `forward` this module cannot see."""
+    def layers(node: ast.expr) -> bool:
+        node = _unmoved(node)
         if not isinstance(node, ast.Call):
             return False
         if _nn_class(resolve(node.func) or "") not in _LAYERS:
@@ -531,8 +538,6 @@ def _built_of_layers(function: ast.FunctionDef, model: str, resolve: Callable[[a
         return all(layers(arg) if isinstance(arg, ast.Call) else isinstance(arg, (ast.Constant, ast.Name, ast.BinOp, ast.Tuple))
                    for arg in [*node.args, *(k.value for k in node.keywords)])
 
-    bindings = [node for node in ast.walk(function) if isinstance(node, ast.Assign)
-                and any(isinstance(t, ast.Name) and t.id == model for t in node.targets)]
     return bool(bindings) and all(len(b.targets) == 1 and layers(b.value) for b in bindings)
 
 
@@ -566,11 +571,11 @@ def _runs_on_dtensors(nodes: list[ast.AST], modules: set[str], derived: set[str]
         if not isinstance(node, ast.Call):
             continue
         func = node.func
+        name = resolve(func) or ""
         if not (isinstance(func, ast.Name) and func.id in modules
                 or isinstance(func, ast.Attribute) and func.attr in ("forward", "generate")
                 and isinstance(func.value, ast.Name) and func.value.id in modules
-                or (resolve(func) or "").startswith("torch.nn.functional.")
-                and (resolve(func) or "").rsplit(".", 1)[1] in _LOSSES):
+                or name.startswith("torch.nn.functional.") and name.rsplit(".", 1)[1] in _LOSSES):
             continue
         if not all(isinstance(arg, ast.Constant) or _mentions(arg, values)
                    for arg in [*node.args, *(k.value for k in node.keywords)]):
@@ -588,11 +593,15 @@ def _unread(value: ast.AST, derived: set[str], parents: dict[int, ast.AST]) -> b
         parts = [value.key, value.value]
     else:
         parts = [value]
-    return any(
-        isinstance(n, ast.Name) and n.id in derived and not any(
-            isinstance(link, ast.Call) and isinstance(link.func, ast.Attribute) and link.func.attr in HOST_READS
-            for link in _chain(n, parents))
-        for part in parts for n in ast.walk(part))
+    return any(isinstance(n, ast.Name) and n.id in derived and not any(_host_read(link) for link in _chain(n, parents))
+               for part in parts for n in ast.walk(part))
+
+
+def _host_read(node: ast.AST) -> bool:
+    """`.item()`, `.tolist()`, `.cpu()`, `.numpy()` with no argument: what the migration reads
+    in full (transforms/spmd.py `_read` writes `.full_tensor()` before exactly these)."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in HOST_READS
+            and not node.args and not node.keywords)
 
 
 def _plain(target: ast.expr) -> bool:
@@ -616,9 +625,7 @@ def _reads(function: ast.FunctionDef, derived: set[str], parents: dict[int, ast.
         top, read = node, False
         for link in _chain(node, parents):
             top = link
-            if (isinstance(link, ast.Call) and isinstance(link.func, ast.Attribute) and link.func.attr in HOST_READS
-                    and not link.args and not link.keywords):
-                read = True
+            read = read or _host_read(link)
         statement = _statement(top, parents)
         if read:
             if not isinstance(statement, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)):

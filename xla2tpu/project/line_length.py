@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Callable
+from functools import partial
 
 DEFAULT = 88
 LONGEST = 320  # ruff's upper bound for line-length
@@ -90,7 +91,7 @@ def _yapf_limit(limit: object, style: object, where: str, warnings: list[str]) -
     return _YAPF_STYLES.get(str(style).strip().lower()) if style is not None else None
 
 
-def _ini(path: str, data: bytes, warnings: list[str], yapf_section: str | None) -> int | None:
+def _ini(path: str, data: bytes, warnings: list[str], yapf_section: str | None = None) -> int | None:
     """`[flake8] max-line-length`, then the yapf section's column limit, if any."""
     import configparser  # only a folder whose INI file names a line length needs it: 1 ms of every run saved
 
@@ -113,16 +114,6 @@ def _ini(path: str, data: bytes, warnings: list[str], yapf_section: str | None) 
                        warnings)
 
 
-def _flake8(path: str, data: bytes, warnings: list[str]) -> int | None:
-    return _ini(path, data, warnings, None)
-
-
-def _setup_cfg(path: str, data: bytes, warnings: list[str]) -> int | None:
-    return _ini(path, data, warnings, "yapf")
-
-
-def _style_yapf(path: str, data: bytes, warnings: list[str]) -> int | None:
-    return _ini(path, data, warnings, "style")
 
 
 # Each file a folder may hold, in the order of precedence: the bytes that show it may set a
@@ -131,10 +122,11 @@ _SOURCES: tuple[tuple[str, tuple[bytes, ...], Callable[[str, bytes, list[str]], 
     (".ruff.toml", (b"line-length",), _ruff_file),
     ("ruff.toml", (b"line-length",), _ruff_file),
     ("pyproject.toml", (b"line-length", b"line_length", b"column_limit", b"based_on_style"), _pyproject),
-    ("setup.cfg", (b"line-length", b"line_length", b"column_limit", b"based_on_style"), _setup_cfg),
-    ("tox.ini", (b"line-length", b"line_length"), _flake8),
-    (".flake8", (b"line-length", b"line_length"), _flake8),
-    (".style.yapf", (b"column_limit", b"based_on_style"), _style_yapf),
+    ("setup.cfg", (b"line-length", b"line_length", b"column_limit", b"based_on_style"),
+     partial(_ini, yapf_section="yapf")),
+    ("tox.ini", (b"line-length", b"line_length"), _ini),
+    (".flake8", (b"line-length", b"line_length"), _ini),
+    (".style.yapf", (b"column_limit", b"based_on_style"), partial(_ini, yapf_section="style")),
 )
 
 
