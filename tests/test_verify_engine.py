@@ -40,7 +40,7 @@ RUNNABLE = Path(__file__).resolve().parents[1] / "fixtures" / "runnable"
 # latter with sharded parameters), and loader_attribute's device loader kept in an
 # attribute (XLA501's copy of torch_xla's MpDeviceLoader).
 ENGINE_ONLY = ("mlp_train", "compile_infer", "ddp_spawn", "mp_mnist", "mp_imagenet", "idioms", "launch_flags",
-               "xla_fsdp", "spmd_data_parallel", "spmd_tensor_parallel", "loader_attribute")
+               "xla_fsdp", "spmd_data_parallel", "spmd_tensor_parallel", "spmd_fsdp_v2", "loader_attribute")
 HAND: tuple[str, ...] = ()  # cases the engine leaves findings in, finished by their hand.patch
 ALL = sorted(p.name for p in RUNNABLE.iterdir() if (p / "main.py").is_file())
 SETTINGS = settings_for(Config(root=RUNNABLE), catalogue.load(), unsafe_fixes=True)

@@ -98,6 +98,7 @@ _CONDITION_KINDS = {
     "setup-branch",  # the site is in the XLA branch of an if/elif chain whose other branches call init_process_group
     "launch-parent",  # the site runs only in the parent of the file's torch_xla launch (detect/launch_site.py)
     "spmd-program",  # the file is a torch_xla SPMD program that migrates whole (detect/spmd_program.py)
+    "spmd-fsdp",  # that program wraps its model in FSDPv2, which becomes FSDP2 (spmd_program.Program.fsdp)
     "class-base",  # class-base:A|B — the site is in a method of a class with a base named A or B (last name)
     "name",  # name:A|B — the matched name (or env variable) is one of these (`prefix.*` allowed)
     "file-matches",  # file-matches:REGEX — the file's source contains a match of REGEX

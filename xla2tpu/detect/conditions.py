@@ -43,6 +43,7 @@ class Site:
     setup_branch: bool = False  # in the XLA branch of an if/elif chain whose other branches create a process group
     launch_parent: bool = False  # runs only in the parent of the file's torch_xla launch (launch_site.parent_only)
     spmd_program: bool = False  # the file is an SPMD program that migrates whole (spmd_program.program)
+    spmd_fsdp: bool = False  # that program wraps its model in FSDPv2, which becomes FSDP2 (Program.fsdp)
     class_bases: frozenset[str] = frozenset()  # last names of the bases of the class whose method holds the site
     tensors: frozenset[str] = frozenset()  # expression slots known to be tensors
     read_back: bool = False  # an environment write whose variable the same file reads
@@ -129,6 +130,8 @@ def _holds(condition: Condition, site: Site) -> bool:
         result = site.launch_parent
     elif base == "spmd-program":
         result = site.spmd_program
+    elif base == "spmd-fsdp":
+        result = site.spmd_fsdp
     elif base == "class-base":
         result = not site.class_bases.isdisjoint(condition.arg.split("|"))
     elif base == "fact":

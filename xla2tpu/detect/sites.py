@@ -541,6 +541,7 @@ class Detector:
             setup_branch=uses(rule, "setup-branch") and self._in_setup_branch(),
             launch_parent=uses(rule, "launch-parent") and self._in_launch_parent(),
             spmd_program=uses(rule, "spmd-program") and self._spmd_program() is not None,
+            spmd_fsdp=uses(rule, "spmd-fsdp") and getattr(self._spmd_program(), "fsdp", False),
             tensors=self._tensor_slots(rule, args or {}),
         )
 

@@ -56,6 +56,9 @@ from xla2tpu.trees.names import last_name
 USE_SPMD = "torch_xla.runtime.use_spmd"
 MESH = "torch_xla.distributed.spmd.Mesh"
 MARK_SHARDING = "torch_xla.distributed.spmd.mark_sharding"
+FSDP_V2 = frozenset({"torch_xla.experimental.spmd_fully_sharded_data_parallel.SpmdFullyShardedDataParallel",
+                     "torch_xla.distributed.fsdp.SpmdFullyShardedDataParallel"})
+FSDP_AXIS = "fsdp"  # FSDPv2 shards every parameter and the batch on the mesh axis of this name
 # What a migrating program may use of torch_xla besides the three above: each has a fix in
 # a program of one process per chip with its "tpu" process group.
 _OTHERS = frozenset({
@@ -76,6 +79,10 @@ _LAYERS = frozenset({
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "LeakyReLU", "ELU", "Mish", "Hardtanh",
 })
 _LOSSES = frozenset({"cross_entropy", "nll_loss", "CrossEntropyLoss", "NLLLoss"})
+# Under FSDP2 the layers run on each process's plain shard of the batch (the parameters are
+# gathered for the forward): any layer that treats each sample alone, a transformer layer
+# too; not BatchNorm, whose statistics would be of the shard where SPMD's were of the batch.
+_FSDP_LAYERS = (_LAYERS - {"BatchNorm1d", "BatchNorm2d"}) | {"TransformerEncoderLayer", "TransformerEncoder"}
 # The layers whose parameters may be sharded, each with the parameter dimensions that may
 # not be: each measured right against torch_xla SPMD (fixtures/runnable/spmd_tensor_parallel
 # and the review in docs/ecosystem.md). torch 2.13's DTensor convolution keeps the input's
@@ -87,8 +94,8 @@ _WEIGHTS = frozenset({"weight", "pos_weight"})  # a plain tensor beside the DTen
 _BUILTINS = frozenset({"sum", "min", "max", "abs", "len", "zip", "enumerate", "list", "tuple", "range"})
 
 # The transforms (transforms/spmd.py) and the templates they write, in the order they spell names.
-LAUNCH_TEMPLATE, MESH_TEMPLATE, SHARD_TEMPLATE = "spmd-launch", "spmd-mesh", "spmd-shard"
-TRANSFORMS = (LAUNCH_TEMPLATE, MESH_TEMPLATE, SHARD_TEMPLATE)
+LAUNCH_TEMPLATE, MESH_TEMPLATE, SHARD_TEMPLATE, FSDP_TEMPLATE = "spmd-launch", "spmd-mesh", "spmd-shard", "spmd-fsdp"
+TRANSFORMS = (LAUNCH_TEMPLATE, MESH_TEMPLATE, SHARD_TEMPLATE, FSDP_TEMPLATE)
 LAUNCH = '''
 if not torch.distributed.is_torchelastic_launched():
     # torch_xla SPMD drove every chip from this one process; TorchTPU runs one process per
@@ -108,7 +115,13 @@ SHARD = "{t} = torch.distributed.tensor.distribute_tensor({t}, {mesh}, {placemen
 SHARD_PARAMETER = "{t} = torch.nn.Parameter(torch.distributed.tensor.distribute_tensor({t}, {mesh}, {placements}))\n"
 PLACEMENTS = ("torch.distributed.tensor.Shard({dim})", "torch.distributed.tensor.Replicate()")
 FULL = "full_tensor"
-TEMPLATES = (LAUNCH, JOIN, DEVICE_MESH, REPLICATE, SHARD, SHARD_PARAMETER, *PLACEMENTS)
+# FSDPv2 → FSDP2: each wrapped module is sharded on the mesh's "fsdp" axis; each process
+# keeps its plain shard of the batch; a loss, the mean of its shard's, is read as the mean
+# over the processes (the mean of the batch when the shards are equal).
+FULLY_SHARD = 'torch.distributed.fsdp.fully_shard({module}, mesh={mesh}["fsdp"])'
+SHARD_LOCAL = "{t} = torch.distributed.tensor.distribute_tensor({t}, {mesh}, {placements}).to_local()\n"
+MEAN_READ = 'torch.distributed.tensor.DTensor.from_local({value}, {mesh}["fsdp"], [torch.distributed.tensor.Partial("avg")])'
+TEMPLATES = (LAUNCH, JOIN, DEVICE_MESH, REPLICATE, SHARD, SHARD_PARAMETER, *PLACEMENTS, FULLY_SHARD, SHARD_LOCAL, MEAN_READ)
 
 
 @dataclass(frozen=True)
@@ -122,6 +135,8 @@ class Program:
     derived: frozenset[str]  # the function's names that hold DTensors (or the optimizer of them)
     reads: int  # statements of the function that read a DTensor on the host
     parameters: tuple[str, ...] = ()  # the sharded parameters, in order, as `ast.unparse` spells them
+    fsdp: bool = False  # FSDPv2 wraps the model: FSDP2, each process on its plain shard of the batch
+    losses: frozenset[str] = frozenset()  # under FSDP2, the per-shard losses read on the host (a mean each)
 
 
 def placements(spec: list[object], axes: tuple[str, ...]) -> list[int | None] | None:
@@ -166,15 +181,23 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
         return None
     if any(isinstance(node, (*DEFINITIONS, ast.Lambda)) for node in inner):
         return None  # a function or lambda of its own may see the DTensors anywhere
-    if not _torch_calls_known(inner, resolve) or not _even_batches(tree, resolve):
+    wraps = _wraps([node for node, name in uses if name in FSDP_V2], function, mesh, axes, statement)
+    if wraps is None:
         return None
-    found_model = _model(function, statement, resolve)
+    fsdp = bool(wraps)
+    layer_kinds = _FSDP_LAYERS if fsdp else _LAYERS
+    if not _torch_calls_known(inner, resolve, layer_kinds) or not _even_batches(tree, resolve):
+        return None
+    found_model = _model(function, statement, resolve, {id(t) for w in wraps for t in w.targets})
     if found_model is None:
         return None
     model, optimizer = found_model
-    bindings = [node for node in ast.walk(function) if isinstance(node, ast.Assign)
+    if fsdp and not (ast.unparse(wraps[-1].targets[0]) == model and wraps[-1].lineno < optimizer
+                     and all(_module_of(w.targets[0], model) for w in wraps)):
+        return None  # FSDPv2 wraps layers of the model, then the model, before the optimizer
+    bindings = [node for node in ast.walk(function) if isinstance(node, ast.Assign) and node not in wraps
                 and any(isinstance(t, ast.Name) and t.id == model for t in node.targets)]
-    if not _built_of_layers(bindings, resolve):
+    if not _built_of_layers(bindings, resolve, layer_kinds):
         return None
     layers = [_layers(binding.value, resolve) for binding in bindings]
     parents = {id(child): node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
@@ -186,16 +209,24 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
         return None
     if (parameters or len(axes) > 1) and any(kind.startswith("BatchNorm") for kind in _walk_layers(layers)):
         return None  # DTensor moves the running statistics to a sharded copy, whose update is lost
-    derived = _derived(function, {model, *sharded}, parents)
+    if fsdp and (parameters or not _batch_split(shardings, mesh, axes)):
+        return None  # FSDPv2 shards the parameters itself, and the batch on the "fsdp" axis alone
+    wrapping = {id(w) for w in wraps}
+    derived = _derived(function, {model, *sharded}, parents, wrapping)
+    # Under FSDP2 what is computed from the batch is a plain tensor of the process's shard.
+    local = _derived(function, sharded, parents, wrapping) if fsdp else derived
     losses = _losses(function, resolve)
-    if derived is None or not _runs_on_dtensors(inner, {model, *losses}, derived, resolve):
+    if derived is None or local is None or not _runs_on_dtensors(inner, {model, *losses}, local, resolve):
         return None
-    skip = {id(n) for s in shardings for n in ast.walk(parents[id(s)])} | {id(n) for n in ast.walk(statement)}
+    skip = {id(n) for s in [*(parents[id(s)] for s in shardings), statement, *wraps] for n in ast.walk(s)}
     reads = _reads(function, derived, parents, skip, min(s.lineno for s in shardings),
                    lambda call: _known_callee(call, resolve, derived, {model, *losses}))
     if reads is None:
         return None
-    return Program(function.name, mesh, axes, model, frozenset(derived), reads, parameters)
+    read_losses = _read_means(function, local, parents, _mean_losses(function, parents, resolve)) if fsdp else frozenset()
+    if read_losses is None:
+        return None
+    return Program(function.name, mesh, axes, model, frozenset(derived), reads, parameters, fsdp, read_losses)
 
 
 def _local_torch_xla_import(tree: ast.Module) -> bool:
@@ -224,7 +255,7 @@ def _torch_xla_uses(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) 
         if name is None or name.split(".")[0] != "torch_xla":
             continue
         call = calls.get(id(node))
-        if call is None or name not in (USE_SPMD, MESH, MARK_SHARDING, *_OTHERS):
+        if call is None or name not in (USE_SPMD, MESH, MARK_SHARDING, *FSDP_V2, *_OTHERS):
             return None
         uses.append((call, name))
     return uses
@@ -289,11 +320,12 @@ def _identity(ids: ast.AST) -> bool:
             and last_name(inner.func) == "range")
 
 
-def _model(function: ast.FunctionDef, mesh: ast.Assign,
-           resolve: Callable[[ast.AST], str | None]) -> tuple[str, int] | None:
+def _model(function: ast.FunctionDef, mesh: ast.Assign, resolve: Callable[[ast.AST], str | None],
+           wrapped: set[int]) -> tuple[str, int] | None:
     """The model whose parameters the function's one optimizer takes (`opt =
     torch.optim.X(model.parameters(), ...)` after the mesh), built before the mesh and never
-    bound again after it, and the optimizer's line."""
+    bound again after it but by its FSDPv2 wrap (the targets `wrapped`), and the optimizer's
+    line."""
     optimizers = [
         node for node in ast.walk(function)
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
@@ -308,11 +340,87 @@ def _model(function: ast.FunctionDef, mesh: ast.Assign,
             and isinstance(first.func.value, ast.Name)) or optimizer.lineno <= mesh.lineno:
         return None
     model = first.func.value.id
-    bound = [node.lineno for node in ast.walk(function)
-             if isinstance(node, ast.Name) and node.id == model and isinstance(node.ctx, ast.Store)]
+    bound = [node.lineno for node in ast.walk(function) if isinstance(node, ast.Name) and node.id == model
+             and isinstance(node.ctx, ast.Store) and id(node) not in wrapped]
     if not bound or max(bound) >= mesh.lineno or model in {a.arg for a in function.args.args}:
         return None
     return model, optimizer.lineno
+
+
+def _wraps(calls: list[ast.Call], function: ast.FunctionDef, mesh: str, axes: tuple[str, ...],
+           statement: ast.Assign) -> list[ast.Assign] | None:
+    """The FSDPv2 wraps, in order, each `m = FSDPv2(m, mesh=mesh)` a statement of the
+    function's own body after the mesh, on a mesh whose axes other than "fsdp" have size 1
+    (FSDPv2 shards on that axis alone); None when a call is not that (a wrap policy,
+    `shard_output` or the global mesh are left to a human)."""
+    if not calls:
+        return []
+    mesh_call = statement.value
+    assert isinstance(mesh_call, ast.Call)  # `_mesh` found it so
+    shape = next((k.value for k in mesh_call.keywords if k.arg == "mesh_shape"),
+                 mesh_call.args[1] if len(mesh_call.args) > 1 else None)
+    if FSDP_AXIS not in axes or not isinstance(shape, ast.Tuple) or len(shape.elts) != len(axes) or not all(
+            axis == FSDP_AXIS or isinstance(size, ast.Constant) and size.value == 1 for axis, size in zip(axes, shape.elts)):
+        return None
+    own = {id(s.value): s for s in function.body if isinstance(s, ast.Assign)}
+    wraps = []
+    for call in calls:
+        wrap = own.get(id(call))
+        if (wrap is None or wrap.lineno <= statement.lineno or len(wrap.targets) != 1 or len(call.args) != 1
+                or [k.arg for k in call.keywords] != ["mesh"] or ast.unparse(call.keywords[0].value) != mesh
+                or ast.unparse(call.args[0]) != ast.unparse(wrap.targets[0])):
+            return None
+        wraps.append(wrap)
+    return sorted(wraps, key=lambda w: w.lineno)
+
+
+def _module_of(node: ast.AST, model: str) -> bool:
+    """`model`, `model[1]`, `model.encoder`: the model or one of its modules."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == model
+
+
+def _batch_split(shardings: list[ast.Call], mesh: str, axes: tuple[str, ...]) -> bool:
+    """Whether each `mark_sharding` splits the batch's first dimension on "fsdp" alone."""
+    split = [0 if axis == FSDP_AXIS else None for axis in axes]
+    return all((found := _sharding(call, mesh, axes)) is not None and found[1] == split for call in shardings)
+
+
+def _mean_losses(function: ast.FunctionDef, parents: dict[int, ast.AST],
+                 resolve: Callable[[ast.AST], str | None]) -> set[str]:
+    """The names the function binds only to a loss that is its batch's mean:
+    `F.cross_entropy(out, y)` or `criterion(out, y)` with no `reduction=`."""
+    modules = {t.id for node in ast.walk(function) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+               and (resolve(node.value.func) or "").rsplit(".", 1)[-1] in _LOSSES and _mean(node.value)
+               for t in node.targets if isinstance(t, ast.Name)}
+
+    def mean_loss(value: ast.AST) -> bool:
+        if not isinstance(value, ast.Call) or not _mean(value):
+            return False
+        name = resolve(value.func) or ""
+        return (isinstance(value.func, ast.Name) and value.func.id in modules
+                or name.startswith("torch.nn.functional.") and name.rsplit(".", 1)[1] in _LOSSES)
+
+    bound: dict[str, bool] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            parent = parents.get(id(node))
+            bound[node.id] = bound.get(node.id, True) and isinstance(parent, ast.Assign) and mean_loss(parent.value)
+    return {name for name, mean in bound.items() if mean}
+
+
+def _mean(call: ast.Call) -> bool:
+    return not any(k.arg in ("reduction", "reduce", "size_average") for k in call.keywords)
+
+
+def _read_means(function: ast.FunctionDef, local: set[str], parents: dict[int, ast.AST],
+                means: set[str]) -> frozenset[str] | None:
+    """The names of the shard's values that the function reads on the host, when each is a
+    mean loss (`means`): the mean over the processes is then the batch's."""
+    read = {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and node.id in local
+            and isinstance(node.ctx, ast.Load) and any(_host_read(link) for link in _chain(node, parents))}
+    return frozenset(read) if read <= means else None
 
 
 def _parameter(node: ast.AST | None, model: str) -> bool:
@@ -446,14 +554,18 @@ def _target_names(targets: list[ast.expr]) -> set[str]:
     return names
 
 
-def _derived(function: ast.FunctionDef, seeds: set[str], parents: dict[int, ast.AST]) -> set[str] | None:
+def _derived(function: ast.FunctionDef, seeds: set[str], parents: dict[int, ast.AST],
+             wrapping: set[int]) -> set[str] | None:
     """The function's names that hold values computed from `seeds` (to a fixed point), or
     None where such a value is stored elsewhere than in a plain name. A value read on the
-    host (`[p.sum().item() for p in model.parameters()]`) is a plain one."""
+    host (`[p.sum().item() for p in model.parameters()]`) is a plain one. The FSDPv2 wraps
+    (`wrapping`) store the model's modules back where they were."""
     derived = set(seeds)
     while True:
         size = len(derived)
         for node in ast.walk(function):
+            if id(node) in wrapping:
+                continue
             if isinstance(node, ast.Assign) and _paired(node):
                 for target, element in zip(node.targets[0].elts, node.value.elts):  # type: ignore[attr-defined]
                     if _unread(element, derived, parents):
@@ -487,9 +599,9 @@ def _paired(node: ast.Assign) -> bool:
             and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts)))
 
 
-def _torch_calls_known(nodes: list[ast.AST], resolve: Callable[[ast.AST], str | None]) -> bool:
+def _torch_calls_known(nodes: list[ast.AST], resolve: Callable[[ast.AST], str | None], layers: frozenset[str]) -> bool:
     """Whether every torch.nn layer, loss or functional the function calls is one measured
-    right on DTensors, without class weights (`_LAYERS`, `_LOSSES`, `_FUNCTIONS`)."""
+    right (`layers`, `_LOSSES`, `_FUNCTIONS`), without class weights."""
     for node in nodes:
         if not isinstance(node, ast.Call):
             continue
@@ -498,7 +610,7 @@ def _torch_calls_known(nodes: list[ast.AST], resolve: Callable[[ast.AST], str | 
             if name.rsplit(".", 1)[1] not in _FUNCTIONS:
                 return False
         elif _nn_class(name):
-            if _nn_class(name) not in _LAYERS | _LOSSES:
+            if _nn_class(name) not in layers | _LOSSES:
                 return False
         else:
             continue
@@ -525,15 +637,15 @@ def _nn_class(name: str) -> str:
     return name[len("torch.nn."):] if name.startswith("torch.nn.") and name.count(".") == 2 else ""
 
 
-def _built_of_layers(bindings: list[ast.Assign], resolve: Callable[[ast.AST], str | None]) -> bool:
+def _built_of_layers(bindings: list[ast.Assign], resolve: Callable[[ast.AST], str | None], kinds: frozenset[str]) -> bool:
     """Whether each binding of the model (`model = ...`, the only target) is torch.nn layers of
-    `_LAYERS` (optionally moved with `.to(...)`), with literals and names as their arguments:
+    `kinds` (optionally moved with `.to(...)`), with literals and names as their arguments:
     a class of the program's own, or of a library, has a `forward` this module cannot see."""
     def layers(node: ast.expr) -> bool:
         node = _unmoved(node)
         if not isinstance(node, ast.Call):
             return False
-        if _nn_class(resolve(node.func) or "") not in _LAYERS:
+        if _nn_class(resolve(node.func) or "") not in kinds:
             return False
         return all(layers(arg) if isinstance(arg, ast.Call) else isinstance(arg, (ast.Constant, ast.Name, ast.BinOp, ast.Tuple))
                    for arg in [*node.args, *(k.value for k in node.keywords)])
@@ -656,6 +768,8 @@ def _callers(node: ast.AST, parents: dict[int, ast.AST]) -> Iterator[ast.AST]:
         parent = parents.get(id(current))
         if parent is None or isinstance(parent, ast.stmt):
             return
+        if isinstance(parent, ast.comprehension) and parent.iter is current:
+            return  # what the comprehension makes of the items is judged through its target
         if isinstance(parent, ast.Call) and parent.func is not current:
             yield parent
         current = parent

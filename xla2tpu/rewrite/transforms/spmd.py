@@ -40,7 +40,8 @@ def spmd_mesh(site: CallSite) -> Rewrite | None:
     if line is None or function is None:
         return None
     later: list[tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode]]] = []
-    if not program.parameters:  # else the last sharded parameter's statement replicates the rest
+    # The last sharded parameter's statement replicates the rest; FSDP2 shards them all.
+    if not program.parameters and not program.fsdp:
         replicate = templates.render(spmd_program.REPLICATE, {"model": cst.Name(program.model),
                                                               "mesh": cst.Name(program.mesh)},
                                      {}, site.spell, statement=True)
@@ -49,8 +50,36 @@ def spmd_mesh(site: CallSite) -> Rewrite | None:
     reads = [s for s in _statements(function) if _has_read(s, program.derived)]
     if len(reads) != program.reads:
         return None  # not the statements the decision counted: build nothing rather than half
-    later.extend((statement, _full_reads(program.derived)) for statement in reads)
+    mean = _mean_read(site, program, imports)
+    later.extend((statement, _full_reads(program.derived, mean)) for statement in reads)
     return Rewrite(expression=expression, later=later, imports=imports)  # type: ignore[arg-type]
+
+
+def _mean_read(site: CallSite, program: Program,
+               imports: set[str]) -> Callable[[str, cst.BaseExpression], cst.BaseExpression | None]:
+    """What a host read of a value of the FSDP2 program's batch shard reads first: for a loss
+    (`program.losses`), the mean over the processes (None: the value itself is a DTensor)."""
+    def mean(root: str, value: cst.BaseExpression) -> cst.BaseExpression | None:
+        if root not in program.losses:
+            return None
+        rendered = templates.render(spmd_program.MEAN_READ, {"value": value, "mesh": cst.Name(program.mesh)}, {}, site.spell)
+        assert isinstance(rendered.node, cst.BaseExpression)
+        return rendered.node
+
+    if program.losses:
+        imports |= templates.render(spmd_program.MEAN_READ, {"value": cst.Name("_"), "mesh": cst.Name(program.mesh)},
+                                    {}, site.spell).imports
+    return mean
+
+
+@transform(spmd_program.FSDP_TEMPLATE)
+def spmd_fsdp(site: CallSite) -> Rewrite | None:
+    program = site.made
+    if not isinstance(program, Program) or not program.fsdp or "module" not in site.args:
+        return None
+    imports: set[str] = set()
+    expression = render_expression(site, spmd_program.FULLY_SHARD, imports, {"mesh": cst.Name(program.mesh)})
+    return Rewrite(expression=expression, imports=imports)
 
 
 @transform(spmd_program.SHARD_TEMPLATE)
@@ -67,7 +96,8 @@ def spmd_shard(site: CallSite) -> Rewrite | None:
     text = ", ".join(replicate if dim is None else shard.format(dim=dim) for dim in shards)
     tensor = site.args["t"]
     if isinstance(tensor, cst.Name):
-        return render_statements(site, [spmd_program.SHARD.replace("{placements}", f"[{text}]")])
+        shard = spmd_program.SHARD_LOCAL if program.fsdp else spmd_program.SHARD
+        return render_statements(site, [shard.replace("{placements}", f"[{text}]")])
     parameter = _spelling(tensor)
     if parameter not in program.parameters:
         return None
@@ -136,16 +166,33 @@ def _has_read(statement: cst.SimpleStatementLine, derived: frozenset[str]) -> bo
     return found
 
 
-def _full_reads(derived: frozenset[str]) -> Callable[[cst.CSTNode], cst.CSTNode]:
-    """An edit of a statement: each host read of a DTensor reads its full value first."""
+def _full_reads(derived: frozenset[str],
+                mean: Callable[[str, cst.BaseExpression], cst.BaseExpression | None]) -> Callable[[cst.CSTNode], cst.CSTNode]:
+    """An edit of a statement: each host read of a DTensor reads its full value first (of a
+    plain loss, the DTensor `mean` makes of it)."""
 
     class Full(cst.CSTTransformer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fstrings: list[cst.CSTNode] = []  # the f-strings around the call (their quotes)
+
+        def visit_FormattedString(self, node: cst.FormattedString) -> None:
+            self.fstrings.append(node)
+
+        def leave_FormattedString(self, original_node: cst.FormattedString,
+                                  updated_node: cst.FormattedString) -> cst.FormattedString:
+            self.fstrings.pop()
+            return updated_node
+
         def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
             if not _read(updated_node, derived):
                 return updated_node
             func = updated_node.func
             assert isinstance(func, cst.Attribute)
-            full = cst.Call(cst.Attribute(func.value, cst.Name(spmd_program.FULL)))
+            root = _root(func.value)
+            averaged = mean(root, func.value) if root is not None else None
+            value = templates.fit_quotes(self.fstrings, averaged) if averaged is not None else func.value
+            full = cst.Call(cst.Attribute(value, cst.Name(spmd_program.FULL)))
             return updated_node.with_changes(func=func.with_changes(value=full))
 
     return lambda node: node.visit(Full())
