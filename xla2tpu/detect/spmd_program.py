@@ -1,6 +1,6 @@
 """Whether a torch_xla SPMD program migrates whole to TorchTPU, decided on CPython's tree
-(issue 33's first shape, data parallelism on a mesh; transforms/spmd.py builds it on
-LibCST's). Nothing here imports LibCST.
+(issue 33: data parallelism on a mesh, tensor-parallel parameters, FSDPv2; transforms/spmd.py
+builds it on LibCST's). Nothing here imports LibCST.
 
 torch_xla SPMD runs one process that drives every chip and annotates global-view tensors;
 TorchTPU runs one process per chip, and DTensors are global-view too. A program migrates
@@ -26,6 +26,14 @@ when all of its SPMD is what this module can translate exactly
   (`fixtures/runnable/spmd_tensor_parallel`), before the rest are replicated and the
   optimizer takes them all; BatchNorm only on a 1-D mesh with no sharded parameter (else
   DTensor updates a sharded copy of its running statistics, and the update is lost);
+- FSDPv2 (`m = FSDPv2(m, mesh=mesh)` statements after the mesh, on layers of the model and
+  then the model, before the optimizer; the mesh's axes other than "fsdp" of size 1; no wrap
+  policy or `shard_output`): FSDP2's `fully_shard(m, mesh=mesh["fsdp"])`
+  (`fixtures/runnable/spmd_fsdp_v2`). The batch is then split on "fsdp" alone and each
+  process keeps its plain shard (`.to_local()`), on which the layers run with their gathered
+  parameters, so any layer that treats each sample alone will do (BatchNorm will not); FSDP2
+  averages the gradients over the processes, and the values of the shard read on the host
+  must be mean losses, read as their mean over the processes;
 - the model is built of torch.nn layers measured right on DTensors, and it and the losses
   run only on DTensors (a plain tensor beside its DTensor parameters, or beside its
   output, raises: labels SPMD replicated); the losses are `cross_entropy` / `nll_loss`
@@ -223,7 +231,11 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
                    lambda call: _known_callee(call, resolve, derived, {model, *losses}))
     if reads is None:
         return None
-    read_losses = _read_means(function, local, parents, _mean_losses(function, parents, resolve)) if fsdp else frozenset()
+    # Where each batch is bound, just before it is sharded, it is still the whole batch.
+    bound = {id(n) for s in shardings if isinstance(s.args[0], ast.Name)
+             for n in ast.walk(_last_naming(parents[id(s)], parents, s.args[0].id) or s)}  # type: ignore[arg-type]
+    read_losses = (_shard_flow(function, local, parents, skip | bound, min(s.lineno for s in shardings), model,
+                               _mean_losses(function, parents, resolve), resolve) if fsdp else frozenset())
     if read_losses is None:
         return None
     return Program(function.name, mesh, axes, model, frozenset(derived), reads, parameters, fsdp, read_losses)
@@ -392,15 +404,11 @@ def _mean_losses(function: ast.FunctionDef, parents: dict[int, ast.AST],
     """The names the function binds only to a loss that is its batch's mean:
     `F.cross_entropy(out, y)` or `criterion(out, y)` with no `reduction=`."""
     modules = {t.id for node in ast.walk(function) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-               and (resolve(node.value.func) or "").rsplit(".", 1)[-1] in _LOSSES and _mean(node.value)
+               and (resolve(node.value.func) or "").rsplit(".", 1)[-1] in _LOSSES and _mean(node.value, 0)
                for t in node.targets if isinstance(t, ast.Name)}
 
     def mean_loss(value: ast.AST) -> bool:
-        if not isinstance(value, ast.Call) or not _mean(value):
-            return False
-        name = resolve(value.func) or ""
-        return (isinstance(value.func, ast.Name) and value.func.id in modules
-                or name.startswith("torch.nn.functional.") and name.rsplit(".", 1)[1] in _LOSSES)
+        return isinstance(value, ast.Call) and _mean(value, 2) and _loss_call(value, modules, resolve)
 
     bound: dict[str, bool] = {}
     for node in ast.walk(function):
@@ -410,17 +418,74 @@ def _mean_losses(function: ast.FunctionDef, parents: dict[int, ast.AST],
     return {name for name, mean in bound.items() if mean}
 
 
-def _mean(call: ast.Call) -> bool:
-    return not any(k.arg in ("reduction", "reduce", "size_average") for k in call.keywords)
+def _mean(call: ast.Call, inputs: int) -> bool:
+    """Whether the loss call (a module's constructor: `inputs` 0; a function: 2) gives its
+    batch's unweighted mean: no argument but the inputs, and keywords that weigh no sample
+    otherwise than another."""
+    return (len(call.args) == inputs and not any(isinstance(a, ast.Starred) for a in call.args)
+            and all(k.arg in ("ignore_index", "label_smoothing") for k in call.keywords))
 
 
-def _read_means(function: ast.FunctionDef, local: set[str], parents: dict[int, ast.AST],
-                means: set[str]) -> frozenset[str] | None:
-    """The names of the shard's values that the function reads on the host, when each is a
-    mean loss (`means`): the mean over the processes is then the batch's."""
-    read = {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and node.id in local
-            and isinstance(node.ctx, ast.Load) and any(_host_read(link) for link in _chain(node, parents))}
-    return frozenset(read) if read <= means else None
+def _loss_call(call: ast.Call, modules: set[str], resolve: Callable[[ast.AST], str | None]) -> bool:
+    name = resolve(call.func) or ""
+    return (isinstance(call.func, ast.Name) and call.func.id in modules
+            or name.startswith("torch.nn.functional.") and name.rsplit(".", 1)[1] in _LOSSES)
+
+
+# What may come between a mean loss and its host read: the mean over the processes of the
+# value is then the read value's (`loss.exp()` would read the mean of the exponentials).
+_NO_OPS = frozenset({"detach", "cpu", "float"})
+
+
+def _shard_flow(function: ast.FunctionDef, local: set[str], parents: dict[int, ast.AST], skip: set[int],
+                sharded_from: int, model: str, means: set[str],
+                resolve: Callable[[ast.AST], str | None]) -> frozenset[str] | None:
+    """Under FSDP2 each process holds a plain shard of the batch (`local`: the names computed
+    from it), and anything that mixes samples (`x @ x.T`, `x.flip(0)`, a slice of the batch,
+    a softmax over it) sees only its shard. So each of its values may only be an argument
+    of the model, or of a mean loss whose value is assigned to a name (the model's call
+    inside it too); and a loss only go to `.backward()` or be read on the host through
+    `_NO_OPS`, as the mean over the processes. The names read so, else None."""
+    modules = {t.id for node in ast.walk(function) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+               and (resolve(node.value.func) or "").rsplit(".", 1)[-1] in _LOSSES for t in node.targets
+               if isinstance(t, ast.Name)}
+
+    def assigned(call: ast.AST) -> bool:
+        parent = parents.get(id(call))
+        return (isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1
+                and isinstance(parent.targets[0], ast.Name))
+
+    def argument_of(node: ast.AST) -> ast.Call | None:
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.keyword):
+            parent = parents.get(id(parent))
+        return parent if isinstance(parent, ast.Call) and parent.func is not node else None
+
+    read: set[str] = set()
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Name) and node.id in local and isinstance(node.ctx, ast.Load)):
+            continue
+        if id(node) in skip or node.lineno < sharded_from:
+            continue
+        call = argument_of(node)
+        if call is not None and isinstance(call.func, ast.Name) and call.func.id == model:
+            outer = argument_of(call)
+            if assigned(call) or outer is not None and _loss_call(outer, modules, resolve) and assigned(outer):
+                continue
+            return None
+        if call is not None and _loss_call(call, modules, resolve) and assigned(call):
+            continue
+        if node.id not in means:
+            return None
+        chain = list(_chain(node, parents))
+        methods = [link.attr for link in chain if isinstance(link, ast.Attribute)]
+        if methods == ["backward"] and isinstance(parents.get(id(chain[-1])), ast.Expr):
+            continue
+        reads = [i for i, method in enumerate(methods) if method in HOST_READS]
+        if not reads or any(m not in _NO_OPS for m in methods[:reads[0]]):
+            return None
+        read.add(node.id)
+    return frozenset(read)
 
 
 def _parameter(node: ast.AST | None, model: str) -> bool:
@@ -533,16 +598,19 @@ def _sharding(call: ast.Call, mesh: str, axes: tuple[str, ...]) -> tuple[ast.exp
 def _just_bound(statement: ast.stmt, parents: dict[int, ast.AST], name: str) -> bool:
     """Whether the last statement before `statement` in its block that names `name` binds
     it (`x = x.to(device)`, `x, y = ...`): a batch made there, not a tensor from elsewhere."""
+    earlier = _last_naming(statement, parents, name)
+    return isinstance(earlier, ast.Assign) and name in _target_names(earlier.targets)
+
+
+def _last_naming(statement: ast.stmt, parents: dict[int, ast.AST], name: str) -> ast.stmt | None:
+    """The last statement before `statement` in its block that names `name`."""
     block = parents[id(statement)]
     body = next((b for b in (getattr(block, "body", None), getattr(block, "orelse", None))
                  if isinstance(b, list) and any(s is statement for s in b)), None)
     if body is None:
-        return False
+        return None
     index = next(i for i, s in enumerate(body) if s is statement)
-    for earlier in reversed(body[:index]):
-        if _mentions(earlier, {name}):
-            return isinstance(earlier, ast.Assign) and name in _target_names(earlier.targets)
-    return False
+    return next((earlier for earlier in reversed(body[:index]) if _mentions(earlier, {name})), None)
 
 
 def _target_names(targets: list[ast.expr]) -> set[str]:
@@ -645,12 +713,47 @@ def _built_of_layers(bindings: list[ast.Assign], resolve: Callable[[ast.AST], st
         node = _unmoved(node)
         if not isinstance(node, ast.Call):
             return False
-        if _nn_class(resolve(node.func) or "") not in kinds:
+        kind = _nn_class(resolve(node.func) or "")
+        if kind not in kinds or kinds is _FSDP_LAYERS and not _sample_wise(node, kind):
             return False
         return all(layers(arg) if isinstance(arg, ast.Call) else isinstance(arg, (ast.Constant, ast.Name, ast.BinOp, ast.Tuple))
                    for arg in [*node.args, *(k.value for k in node.keywords)])
 
     return bool(bindings) and all(len(b.targets) == 1 and layers(b.value) for b in bindings)
+
+
+def _sample_wise(layer: ast.Call, kind: str) -> bool:
+    """Whether the layer, as its arguments build it, treats each sample of the batch alone
+    (FSDP2 runs it on each process's shard): a transformer layer batch-first, a softmax or a
+    flatten not over the batch, an embedding whose gradient is not scaled by the batch's
+    token counts, and a container of layers built here (a module held in a name may be of
+    the program's own class)."""
+    keywords = {k.arg: k.value for k in layer.keywords}
+
+    def argument(name: str, position: int) -> ast.expr | None:
+        return keywords.get(name, layer.args[position] if len(layer.args) > position else None)
+
+    if kind in ("Sequential", "TransformerEncoder"):
+        modules = layer.args if kind == "Sequential" else [argument("encoder_layer", 0)]
+        return all(isinstance(m, ast.Call) for m in modules) and (kind != "Sequential" or not keywords)
+    if kind == "TransformerEncoderLayer":
+        return _constant(keywords.get("batch_first")) is True
+    if kind in ("Softmax", "LogSoftmax", "Flatten"):
+        dim = argument("start_dim" if kind == "Flatten" else "dim", 0)
+        value = _constant(dim) if dim is not None else (1 if kind == "Flatten" else None)
+        return isinstance(value, int) and not isinstance(value, bool) and value != 0
+    if kind == "Embedding":
+        return len(layer.args) <= 3 and ("scale_grad_by_freq" not in keywords
+                                          or _constant(keywords["scale_grad_by_freq"]) is False)
+    return True
+
+
+def _constant(node: ast.expr | None) -> object:
+    """The value of a literal constant (`-1` too); None for anything else."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        value = node.operand.value
+        return -value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return node.value if isinstance(node, ast.Constant) else None
 
 
 def _losses(function: ast.FunctionDef, resolve: Callable[[ast.AST], str | None]) -> set[str]:
