@@ -99,6 +99,7 @@ _FSDP_LAYERS = (_LAYERS - {"BatchNorm1d", "BatchNorm2d"}) | {"TransformerEncoder
 _SHARDABLE = {"Linear": frozenset(), "LayerNorm": frozenset(), "Embedding": frozenset({0})}
 _FUNCTIONS = frozenset({"relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax", "cross_entropy", "nll_loss"})
 _WEIGHTS = frozenset({"weight", "pos_weight"})  # a plain tensor beside the DTensors raises
+_IN_PLACE = frozenset({"clip_grad_norm_", "clip_grad_value_"})  # torch.nn.utils', measured right on DTensors
 _BUILTINS = frozenset({"sum", "min", "max", "abs", "len", "zip", "enumerate", "list", "tuple", "range"})
 
 # The transforms (transforms/spmd.py) and the templates they write, in the order they spell names.
@@ -649,7 +650,7 @@ def _derived(function: ast.FunctionDef, seeds: set[str], parents: dict[int, ast.
                 value, targets = node.context_expr, [node.optional_vars] if node.optional_vars else []
             else:
                 continue
-            if value is None or not (_unread(value, derived, parents) if isinstance(node, ast.Assign)
+            if value is None or not (_unread(value, derived, parents) if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                                      else _mentions(value, derived)):
                 continue
             if not all(_plain(target) for target in targets):
@@ -856,6 +857,9 @@ def _reads(function: ast.FunctionDef, derived: set[str], parents: dict[int, ast.
             return None  # handed to a function whose work on a DTensor is not known
         if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _within(top, statement.value):
             continue  # computes another DTensor (`_derived` made its target one)
+        if (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) and known(statement.value)
+                and last_name(statement.value.func) in _IN_PLACE):
+            continue  # `clip_grad_norm_(model.parameters(), 1.0)`: works on the gradients in place
         if isinstance(statement, (ast.For, ast.AsyncFor)) and _within(top, statement.iter):
             continue
         if _in_comprehension_iter(top, parents):
