@@ -310,7 +310,7 @@ def _mesh(tree: ast.Module, call: ast.Call) -> tuple[ast.FunctionDef, ast.Assign
             if any(k not in fields for k in keywords) or len(call.args) > 3:
                 return None
             args = dict(zip(fields, call.args)) | keywords
-            ids, names = args.get("device_ids"), args.get("axis_names")
+            ids, names = _bound_once(function, args.get("device_ids")), args.get("axis_names")
             if "mesh_shape" not in args or ids is None or not _identity(ids) or not isinstance(names, (ast.Tuple, ast.List)):
                 return None
             axes = [e.value for e in names.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
@@ -372,6 +372,7 @@ def _wraps(calls: list[ast.Call], function: ast.FunctionDef, mesh: str, axes: tu
     assert isinstance(mesh_call, ast.Call)  # `_mesh` found it so
     shape = next((k.value for k in mesh_call.keywords if k.arg == "mesh_shape"),
                  mesh_call.args[1] if len(mesh_call.args) > 1 else None)
+    shape = _bound_once(function, shape)
     if FSDP_AXIS not in axes or not isinstance(shape, ast.Tuple) or len(shape.elts) != len(axes) or not all(
             axis == FSDP_AXIS or isinstance(size, ast.Constant) and size.value == 1 for axis, size in zip(axes, shape.elts)):
         return None
@@ -379,12 +380,23 @@ def _wraps(calls: list[ast.Call], function: ast.FunctionDef, mesh: str, axes: tu
     wraps = []
     for call in calls:
         wrap = own.get(id(call))
+        # torch_xla 2.9 takes the mesh by keyword only (its guide's `FSDPv2(m, mesh)` raises).
         if (wrap is None or wrap.lineno <= statement.lineno or len(wrap.targets) != 1 or len(call.args) != 1
                 or [k.arg for k in call.keywords] != ["mesh"] or ast.unparse(call.keywords[0].value) != mesh
                 or ast.unparse(call.args[0]) != ast.unparse(wrap.targets[0])):
             return None
         wraps.append(wrap)
     return sorted(wraps, key=lambda w: w.lineno)
+
+
+def _bound_once(function: ast.FunctionDef, node: ast.expr | None) -> ast.expr | None:
+    """`node`, or what a name of it is bound to by the function's one statement binding it
+    (`mesh_shape = (num_devices, 1)`, as torch_xla's docs write the mesh's arguments)."""
+    if not isinstance(node, ast.Name):
+        return node
+    stores = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == node.id and isinstance(n.ctx, ast.Store)]
+    return next((s.value for s in function.body if isinstance(s, ast.Assign) and len(stores) == 1
+                 and s.targets == stores), None)
 
 
 def _module_of(node: ast.AST, model: str) -> bool:
