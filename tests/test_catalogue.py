@@ -110,7 +110,8 @@ def _hidden_forms(rule: Rule) -> list[str]:
         examples = _examples(rule.pattern.pattern)
         return [e for e in examples if not (_reachable(f'"{e}"') or _reachable(f"'{e}'"))]
     # `{slot}`s of expression patterns stand for arbitrary code: only the literal part counts.
-    return [name for name in rule.match if not _reachable(re.sub(r"\{\w+\}", "", name.removesuffix(".*")))]
+    return [name for name in rule.match
+            if not name.startswith(PROJECT) and not _reachable(re.sub(r"\{\w+\}", "", name.removesuffix(".*")))]
 
 
 # File and lint rules are exempt: they judge files that are being migrated (a file rule

@@ -34,7 +34,7 @@ from xla2tpu.catalogue.rules import Case
 from xla2tpu.detect.conditions import message_of
 from xla2tpu.detect import (call_shapes, collective_sites, copied_helpers, env_access_site, launch_site, loader_site,
                             probe_flags, profiler_site)
-from xla2tpu.detect.import_sites import Guard, ImportSite, decide, decides_import_guard, fallback_only, innermost_guard
+from xla2tpu.detect.import_sites import Guard, ImportSite, decide, decides_import_guard, fallback_only, innermost_guard, shown
 from xla2tpu.trees.names import dotted_name
 from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.scopes import FUNCTIONS, SCOPED, Scopes
@@ -625,7 +625,7 @@ def findings_after_fixes(sites: SiteMap, imports: Sequence[ImportSite], scopes: 
                 return
             fix = case.fix if case.fixable else FixClass.MANUAL
             applied = fix is not FixClass.MANUAL and fix in apply
-            message = message_of(case, facts, site.qualname)
+            message = message_of(case, facts, shown(site))
             found[id(site)] = Diagnostic(where.start.line, where.start.column + 1, site.rule.code, message, fix, applied,
                                          where.end.line, where.end.column + 1)
             if applied and case.action == "remove-import":

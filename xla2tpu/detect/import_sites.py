@@ -13,7 +13,7 @@ from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from xla2tpu.trees.blocks import blocks, catches_import_error
-from xla2tpu.project.canonical import Canonicaliser
+from xla2tpu.project.canonical import PROJECT, Canonicaliser
 from xla2tpu.catalogue.rules import Case, Rule
 from xla2tpu.detect.conditions import Site, applies, choose
 from xla2tpu.detect.scopes import FUNCTIONS, Scopes, from_module, none_assignment
@@ -44,6 +44,12 @@ class ImportSite:
     statement: ast.Import | ast.ImportFrom = field(compare=False)
     block: Sequence[ast.stmt] = field(compare=False)  # the statements the import is one of
     chain: tuple[ast.AST, ...] = field(compare=False)  # the nodes from the module down to the block's owner
+
+
+def shown(site: ImportSite) -> str:
+    """The import's name in a message: what it imports, or the name it binds where that is
+    one of the project's own probes (whose matched name is the project model's)."""
+    return site.bound if site.qualname.startswith(PROJECT) else site.qualname
 
 
 def aliases(node: ast.Import | ast.ImportFrom, canonical: Canonicaliser) -> Iterator[tuple[str, str, ast.alias]]:

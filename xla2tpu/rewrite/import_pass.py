@@ -13,7 +13,7 @@ from collections.abc import Container, Mapping
 import libcst as cst
 
 from xla2tpu.trees.blocks import IMPORT_ERRORS
-from xla2tpu.detect.import_sites import Guard, ImportSite, decide, guard_decides, innermost_guard
+from xla2tpu.detect.import_sites import Guard, ImportSite, decide, guard_decides, innermost_guard, shown
 from xla2tpu.project.resolve import UseResolver, dotted_name, spells
 from xla2tpu.rewrite.statements import fallback_only, holds_only
 from xla2tpu.rewrite.pruner import StatementPruner
@@ -97,10 +97,11 @@ class ImportHygiene(StatementPruner):
         removed: set[int] = set()
         scope = self.uses.import_scope.get(id(node))
         for alias in () if isinstance(node.names, cst.ImportStar) else node.names:
-            top = self.tops.get(id(alias))
+            origin = self.ctx.alias_origin.get(id(alias), (alias, alias))[1]
+            top = self.tops.get(id(origin))
             if top is None or dotted_name(alias.name) not in self._names:
                 continue
-            where = self.ctx.outline.where(top, alias)
+            where = self.ctx.outline.where(top, origin)
             site = self.imports.get((where.start.line, where.start.column))
             if site is None:
                 continue
@@ -109,7 +110,7 @@ class ImportHygiene(StatementPruner):
                           self.ctx.facts, self.ctx.package_init, self.ctx.imported)
             if case is None:
                 continue
-            applied = self.ctx.report(site.rule, case, where, case.fixable, site.qualname)
+            applied = self.ctx.report(site.rule, case, where, case.fixable, shown(site))
             if applied and case.action == "remove-import":
                 removed.add(id(alias))
         if not removed:
@@ -121,7 +122,9 @@ class ImportHygiene(StatementPruner):
             return node
         # The new last name ends as the old last one did: a trailing comma in a parenthesised
         # multi-line import stays, `import a, b` gets none.
-        kept[-1] = kept[-1].with_changes(comma=node.names[-1].comma)
+        last = kept[-1]
+        kept[-1] = last.with_changes(comma=node.names[-1].comma)
+        self.ctx.alias_origin[id(kept[-1])] = (kept[-1], self.ctx.alias_origin.get(id(last), (last, last))[1])
         return node.with_changes(names=kept)
 
 

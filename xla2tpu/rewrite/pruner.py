@@ -63,7 +63,7 @@ class StatementPruner(cst.CSTTransformer):
         self._emptied: dict[int, cst.CSTNode] = {}
         self._elifs: set[int] = set()
         # Sites reported but not rewritten (id -> node and its finding's index, None when a
-        # noqa silenced it), and the `if`s kept (id -> what their test is): FileContext's,
+        # noqa silenced it), and the `if`s kept (their test's id -> what it is): FileContext's,
         # shared by the passes; a later pass sees a kept `if` as its original.
         self.unfixed: dict[int, tuple[cst.CSTNode, int | None]] = {}
         self.held: dict[int, tuple[cst.CSTNode, IfTest]] = {}
@@ -149,7 +149,9 @@ class StatementPruner(cst.CSTTransformer):
             and not (isinstance(original_node.orelse, cst.Else) and original_node.body.deep_equals(original_node.orelse.body))
         ):
             return _flatten(updated_node, self._left_of(updated_node.test, test) + _statements(updated_node.body))
-        self.held[id(updated_node)] = (updated_node, test)
+        # Known by its test, which a later edit that gives the `if` new leading lines (a
+        # copied helper written above it, a removed statement's blank lines) keeps.
+        self.held[id(updated_node.test)] = (updated_node.test, test)
         return updated_node
 
     def _left_of(self, expression: cst.BaseExpression, test: IfTest) -> list[cst.BaseStatement]:
@@ -162,7 +164,7 @@ class StatementPruner(cst.CSTTransformer):
 
     def _test(self, node: cst.If) -> IfTest:
         """What the test of `node` is, judged as written (or as a former pass judged it)."""
-        held = self.held.get(id(node))
+        held = self.held.get(id(node.test))
         if held is not None:
             return held[1]
         return IfTest(inert(node.test, self.sites), findings_in(node.test, self.unfixed))

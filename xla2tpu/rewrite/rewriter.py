@@ -72,6 +72,9 @@ class FileContext:
         # The findings in availability flags that went because nothing read them any more
         # (dead_flags.py), with how safe that removal was.
         self.unread: dict[int, FixClass] = {}
+        # An import alias the import pass made anew (the last name's comma, after the names
+        # behind it went) -> it and the alias it was: a later import pass finds its site by that.
+        self.alias_origin: dict[int, tuple[cst.ImportAlias, cst.ImportAlias]] = {}
 
     def findings(self) -> list[Diagnostic]:
         """The findings; one whose code went with an emptied `if` (pruner.py) or with an
