@@ -10,15 +10,20 @@ from collections.abc import Mapping
 
 _PYTREE = "torch.utils._pytree"
 # `carry, ys = scan(fn, init, xs)`: both results named, so each gets its loop role
-# (`{parts}`, `{index}`, `{y}`: fresh names).
-SCAN = (
-    "{carry} = {init}\n",
+# (`{parts}`, `{index}`, `{y}`: fresh names). torch_xla traced `fn` functionally: a body that
+# adds into its carry in place (`acc += x; return acc, acc`) gave a new value each step, and
+# never touched `init`. So each step's output is kept as a copy, and a named `init` (the
+# caller's tensor) is copied first (SCAN_NAMED_INIT); a seed-76 review saw `[6, 6, 6]` for
+# `[1, 3, 6]`.
+_SCAN_LOOP = (
     "{parts} = []\n",
     f"for {{index}} in range({_PYTREE}.tree_leaves({{xs}})[0].shape[0]):\n"
     f"    {{carry}}, {{y}} = {{fn}}({{carry}}, {_PYTREE}.tree_map(lambda t: t[{{index}}], {{xs}}))\n"
-    "    {parts}.append({y})\n",
+    f"    {{parts}}.append({_PYTREE}.tree_map(torch.clone, {{y}}))\n",
     f"{{ys}} = {_PYTREE}.tree_map(lambda *leaves: torch.stack(leaves), *{{parts}})\n",
 )
+SCAN = ("{carry} = {init}\n", *_SCAN_LOOP)
+SCAN_NAMED_INIT = (f"{{carry}} = {_PYTREE}.tree_map(torch.clone, {{init}})\n", *_SCAN_LOOP)
 # `out = scan_layers(layers, x)`: each layer applied in turn. The rule binds scan's parameter
 # names, so `layers` arrives as `fn` and the input as `init` (`{layer}`: a fresh name).
 SCAN_LAYERS = ("{out} = {init}\n", "for {layer} in {fn}:\n    {out} = {layer}({out})\n")
@@ -27,7 +32,7 @@ TRANSFORMERS_MODEL = "transformers.AutoModelForCausalLM"
 OPTIMUM_ONLY = ("task", "batch_size", "sequence_length")
 
 # What each writes (the names it spells and may read).
-TEXTS = {"scan-loop": SCAN, "scan-layers-loop": SCAN_LAYERS, "with-unwrap": (), "optimum-from-pretrained": (TRANSFORMERS_MODEL,)}
+TEXTS = {"scan-loop": (*SCAN, SCAN_NAMED_INIT[0]), "scan-layers-loop": SCAN_LAYERS, "with-unwrap": (), "optimum-from-pretrained": (TRANSFORMERS_MODEL,)}
 
 
 def makeable(template: str, call: ast.Call, args: Mapping[str, ast.AST], parent: ast.AST | None,

@@ -33,6 +33,7 @@ from xla2tpu.detect import (ast_earlier, ast_patterns, call_shapes, collective_s
 from xla2tpu.trees.names import dotted_name
 from xla2tpu.trees.order import children
 from xla2tpu.detect.scopes import DEFINITIONS, FUNCTIONS, Scopes, resolve
+from xla2tpu.detect.device_gated import skipped_on_tpu
 from xla2tpu.detect.vendor_branches import other_vendor_branch, skipped_lines
 from xla2tpu.detect.positions import Positions
 from xla2tpu.detect.lints import LINTS
@@ -262,9 +263,13 @@ class Detector:
              name: str = "", structural: bool = False, form: str = "", key: str = "") -> Found:
         if fixable:
             expecting = self._expected_error()
+            gated = "" if expecting else self._skipped_on_tpu()
             if expecting:
                 fixable, note = False, (f"not rewritten: inside `with {expecting}`, the test expects the error of "
                                         "the torch_xla code as written; rewrite the test by hand")
+            elif gated:
+                fixable, note = False, (f"not rewritten: `{gated}` skips this test wherever torch_xla's device is a "
+                                        "TPU, so it never ran on one; port it by hand (to the CPU, or not at all)")
         source = short(self._code(node)) if "{source}" in case.message else ""
         found = Found(rule, case, node, fixable, structural, name, note, source, category=category, form=form, key=key,
                       scope=self.scope, parents=tuple(self._parents))
@@ -284,6 +289,16 @@ class Detector:
                     call = item.context_expr
                     if isinstance(call, ast.Call) and (dotted_name(call.func) or "").rsplit(".", 1)[-1] in _EXPECTING:
                         return f"{dotted_name(call.func)}(...)"
+        return ""
+
+    def _skipped_on_tpu(self) -> str:
+        """The skip decorator of a test (or its class) holding the site that skips it on a
+        TPU (device_gated.py), or ""."""
+        for parent in self._parents:
+            if isinstance(parent, (*FUNCTIONS, ast.ClassDef)) and parent.decorator_list:
+                gated = skipped_on_tpu(parent, lambda n: resolve(self.scope, n))
+                if gated:
+                    return gated
         return ""
 
     def _text(self, node: ast.AST) -> str | None:

@@ -3,11 +3,11 @@
 `scan` and `scan_layers` traced one iteration so that XLA compiled it once; under eager
 TorchTPU each op runs as it comes, so the loop they stand for is the program:
 
-    carry, ys = scan(fn, init, xs)          carry = init
+    carry, ys = scan(fn, init, xs)          carry = init   (a copy of a named init)
                                             parts = []
                                       →     for i in range(<leading size of xs>):
                                                 carry, y = fn(carry, <xs[i] per leaf>)
-                                                parts.append(y)
+                                                parts.append(<a copy of y>)
                                             ys = <parts stacked per leaf>
 
     out = scan_layers(layers, x)      →     out = x
@@ -33,7 +33,9 @@ def scan_loop(site: CallSite) -> Rewrite | None:
         return None  # not the site the detector decided (call_shapes.makeable)
     carry, ys = names
     fresh = {base: cst.Name(fresh_name(site, base)) for base in ("parts", "index", "y")}
-    return render_statements(site, list(call_shapes.SCAN), {"carry": carry, "ys": ys, **fresh})
+    named = isinstance(site.args.get("init"), (cst.Name, cst.Attribute, cst.Subscript))
+    lines = call_shapes.SCAN_NAMED_INIT if named else call_shapes.SCAN
+    return render_statements(site, list(lines), {"carry": carry, "ys": ys, **fresh})
 
 
 @transform("scan-layers-loop")
