@@ -58,6 +58,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from xla2tpu.detect.scopes import DEFINITIONS
+from xla2tpu.detect.values import literal
 from xla2tpu.project.facts import is_main
 from xla2tpu.trees.names import last_name
 
@@ -183,19 +184,18 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
     found = _mesh(tree, meshes[0])
     if found is None:
         return None
-    function, statement, mesh, axes = found
+    function, statement, mesh, axes, shape = found
     shardings = [node for node, name in uses if name == MARK_SHARDING]
     inner = [n for n in ast.walk(function) if n is not function]
     if not shardings or any(not _within(s, function) for s in shardings):
         return None
     if any(isinstance(node, (*DEFINITIONS, ast.Lambda)) for node in inner):
         return None  # a function or lambda of its own may see the DTensors anywhere
-    wraps = _wraps([node for node, name in uses if name in FSDP_V2], function, mesh, axes, statement)
+    wraps = _wraps([node for node, name in uses if name in FSDP_V2], function, mesh, axes, statement, shape)
     if wraps is None:
         return None
     fsdp = bool(wraps)
-    layer_kinds = _FSDP_LAYERS if fsdp else _LAYERS
-    if not _torch_calls_known(inner, resolve, layer_kinds) or not _even_batches(tree, resolve):
+    if not _torch_calls_known(inner, resolve, _FSDP_LAYERS if fsdp else _LAYERS) or not _even_batches(tree, resolve):
         return None
     found_model = _model(function, statement, resolve, {id(t) for w in wraps for t in w.targets})
     if found_model is None:
@@ -206,7 +206,7 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
         return None  # FSDPv2 wraps layers of the model, then the model, before the optimizer
     bindings = [node for node in ast.walk(function) if isinstance(node, ast.Assign) and node not in wraps
                 and any(isinstance(t, ast.Name) and t.id == model for t in node.targets)]
-    if not _built_of_layers(bindings, resolve, layer_kinds):
+    if not _built_of_layers(bindings, resolve, fsdp):
         return None
     layers = [_layers(binding.value, resolve) for binding in bindings]
     parents = {id(child): node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
@@ -228,14 +228,15 @@ def program(tree: ast.Module, resolve: Callable[[ast.AST], str | None]) -> Progr
     if derived is None or local is None or not _runs_on_dtensors(inner, {model, *losses}, local, resolve):
         return None
     skip = {id(n) for s in [*(parents[id(s)] for s in shardings), statement, *wraps] for n in ast.walk(s)}
-    reads = _reads(function, derived, parents, skip, min(s.lineno for s in shardings),
+    sharded_from = min(s.lineno for s in shardings)
+    reads = _reads(function, derived, parents, skip, sharded_from,
                    lambda call: _known_callee(call, resolve, derived, {model, *losses}))
     if reads is None:
         return None
     # Where each batch is bound, just before it is sharded, it is still the whole batch.
     bound = {id(n) for s in shardings if isinstance(s.args[0], ast.Name)
              for n in ast.walk(_last_naming(parents[id(s)], parents, s.args[0].id) or s)}  # type: ignore[arg-type]
-    read_losses = (_shard_flow(function, local, parents, skip | bound, min(s.lineno for s in shardings), model,
+    read_losses = (_shard_flow(function, local, parents, skip | bound, sharded_from, model, losses,
                                _mean_losses(function, parents, resolve), resolve) if fsdp else frozenset())
     if read_losses is None:
         return None
@@ -294,8 +295,8 @@ def _inert(statement: ast.stmt) -> bool:
     return False
 
 
-def _mesh(tree: ast.Module, call: ast.Call) -> tuple[ast.FunctionDef, ast.Assign, str, tuple[str, ...]] | None:
-    """The function, statement, name and axis names of the mesh `call` makes: a statement
+def _mesh(tree: ast.Module, call: ast.Call) -> tuple[ast.FunctionDef, ast.Assign, str, tuple[str, ...], ast.expr] | None:
+    """The function, statement, name, axis names and shape of the mesh `call` makes: a statement
     `mesh = xs.Mesh(ids, shape, names)` of a module-level function's own body, `ids` in
     identity order and `names` literal."""
     for function in tree.body:
@@ -316,7 +317,7 @@ def _mesh(tree: ast.Module, call: ast.Call) -> tuple[ast.FunctionDef, ast.Assign
             axes = [e.value for e in names.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
             if len(axes) != len(names.elts) or len(set(axes)) != len(axes):
                 return None
-            return function, statement, statement.targets[0].id, tuple(axes)
+            return function, statement, statement.targets[0].id, tuple(axes), args["mesh_shape"]
     return None
 
 
@@ -361,18 +362,14 @@ def _model(function: ast.FunctionDef, mesh: ast.Assign, resolve: Callable[[ast.A
 
 
 def _wraps(calls: list[ast.Call], function: ast.FunctionDef, mesh: str, axes: tuple[str, ...],
-           statement: ast.Assign) -> list[ast.Assign] | None:
+           statement: ast.Assign, mesh_shape: ast.expr) -> list[ast.Assign] | None:
     """The FSDPv2 wraps, in order, each `m = FSDPv2(m, mesh=mesh)` a statement of the
     function's own body after the mesh, on a mesh whose axes other than "fsdp" have size 1
     (FSDPv2 shards on that axis alone); None when a call is not that (a wrap policy,
     `shard_output` or the global mesh are left to a human)."""
     if not calls:
         return []
-    mesh_call = statement.value
-    assert isinstance(mesh_call, ast.Call)  # `_mesh` found it so
-    shape = next((k.value for k in mesh_call.keywords if k.arg == "mesh_shape"),
-                 mesh_call.args[1] if len(mesh_call.args) > 1 else None)
-    shape = _bound_once(function, shape)
+    shape = _bound_once(function, mesh_shape)
     if FSDP_AXIS not in axes or not isinstance(shape, ast.Tuple) or len(shape.elts) != len(axes) or not all(
             axis == FSDP_AXIS or isinstance(size, ast.Constant) and size.value == 1 for axis, size in zip(axes, shape.elts)):
         return None
@@ -416,9 +413,7 @@ def _mean_losses(function: ast.FunctionDef, parents: dict[int, ast.AST],
                  resolve: Callable[[ast.AST], str | None]) -> set[str]:
     """The names the function binds only to a loss that is its batch's mean:
     `F.cross_entropy(out, y)` or `criterion(out, y)` with no `reduction=`."""
-    modules = {t.id for node in ast.walk(function) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-               and (resolve(node.value.func) or "").rsplit(".", 1)[-1] in _LOSSES and _mean(node.value, 0)
-               for t in node.targets if isinstance(t, ast.Name)}
+    modules = _losses(function, resolve, means_only=True)
 
     def mean_loss(value: ast.AST) -> bool:
         return isinstance(value, ast.Call) and _mean(value, 2) and _loss_call(value, modules, resolve)
@@ -451,17 +446,15 @@ _NO_OPS = frozenset({"detach", "cpu", "float"})
 
 
 def _shard_flow(function: ast.FunctionDef, local: set[str], parents: dict[int, ast.AST], skip: set[int],
-                sharded_from: int, model: str, means: set[str],
+                sharded_from: int, model: str, modules: set[str], means: set[str],
                 resolve: Callable[[ast.AST], str | None]) -> frozenset[str] | None:
     """Under FSDP2 each process holds a plain shard of the batch (`local`: the names computed
     from it), and anything that mixes samples (`x @ x.T`, `x.flip(0)`, a slice of the batch,
     a softmax over it) sees only its shard. So each of its values may only be an argument
     of the model, or of a mean loss whose value is assigned to a name (the model's call
     inside it too); and a loss only go to `.backward()` or be read on the host through
-    `_NO_OPS`, as the mean over the processes. The names read so, else None."""
-    modules = {t.id for node in ast.walk(function) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-               and (resolve(node.value.func) or "").rsplit(".", 1)[-1] in _LOSSES for t in node.targets
-               if isinstance(t, ast.Name)}
+    `_NO_OPS`, as the mean over the processes (`modules`: the loss modules). The names read
+    so, else None."""
 
     def assigned(call: ast.AST) -> bool:
         parent = parents.get(id(call))
@@ -718,16 +711,17 @@ def _nn_class(name: str) -> str:
     return name[len("torch.nn."):] if name.startswith("torch.nn.") and name.count(".") == 2 else ""
 
 
-def _built_of_layers(bindings: list[ast.Assign], resolve: Callable[[ast.AST], str | None], kinds: frozenset[str]) -> bool:
+def _built_of_layers(bindings: list[ast.Assign], resolve: Callable[[ast.AST], str | None], fsdp: bool) -> bool:
     """Whether each binding of the model (`model = ...`, the only target) is torch.nn layers of
-    `kinds` (optionally moved with `.to(...)`), with literals and names as their arguments:
+    `_LAYERS`, or under FSDP2 of `_FSDP_LAYERS` built to treat each sample alone (`_sample_wise`)
+    (optionally moved with `.to(...)`), with literals and names as their arguments:
     a class of the program's own, or of a library, has a `forward` this module cannot see."""
     def layers(node: ast.expr) -> bool:
         node = _unmoved(node)
         if not isinstance(node, ast.Call):
             return False
         kind = _nn_class(resolve(node.func) or "")
-        if kind not in kinds or kinds is _FSDP_LAYERS and not _sample_wise(node, kind):
+        if kind not in (_FSDP_LAYERS if fsdp else _LAYERS) or fsdp and not _sample_wise(node, kind):
             return False
         return all(layers(arg) if isinstance(arg, ast.Call) else isinstance(arg, (ast.Constant, ast.Name, ast.BinOp, ast.Tuple))
                    for arg in [*node.args, *(k.value for k in node.keywords)])
@@ -750,29 +744,24 @@ def _sample_wise(layer: ast.Call, kind: str) -> bool:
         modules = layer.args if kind == "Sequential" else [argument("encoder_layer", 0)]
         return all(isinstance(m, ast.Call) for m in modules) and (kind != "Sequential" or not keywords)
     if kind == "TransformerEncoderLayer":
-        return _constant(keywords.get("batch_first")) is True
+        return literal(keywords.get("batch_first")) is True
     if kind in ("Softmax", "LogSoftmax", "Flatten"):
         dim = argument("start_dim" if kind == "Flatten" else "dim", 0)
-        value = _constant(dim) if dim is not None else (1 if kind == "Flatten" else None)
+        value = literal(dim) if dim is not None else (1 if kind == "Flatten" else None)
         return isinstance(value, int) and not isinstance(value, bool) and value != 0
     if kind == "Embedding":
         return len(layer.args) <= 3 and ("scale_grad_by_freq" not in keywords
-                                          or _constant(keywords["scale_grad_by_freq"]) is False)
+                                          or literal(keywords["scale_grad_by_freq"]) is False)
     return True
 
 
-def _constant(node: ast.expr | None) -> object:
-    """The value of a literal constant (`-1` too); None for anything else."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        value = node.operand.value
-        return -value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    return node.value if isinstance(node, ast.Constant) else None
 
-
-def _losses(function: ast.FunctionDef, resolve: Callable[[ast.AST], str | None]) -> set[str]:
-    """The names the function binds to a loss module of `_LOSSES` (`criterion = nn.CrossEntropyLoss()`)."""
+def _losses(function: ast.FunctionDef, resolve: Callable[[ast.AST], str | None], means_only: bool = False) -> set[str]:
+    """The names the function binds to a loss module of `_LOSSES` (`criterion = nn.CrossEntropyLoss()`);
+    with `means_only`, to one built to give its batch's unweighted mean (`_mean`)."""
     return {t.id for node in ast.walk(function) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
             and (resolve(node.value.func) or "").rsplit(".", 1)[-1] in _LOSSES
+            and (not means_only or _mean(node.value, 0))
             for t in node.targets if isinstance(t, ast.Name)}
 
 
